@@ -1,0 +1,165 @@
+"""Figures in one style for every chapter (introduced in Chapter 2).
+
+Chinese tokens render as characters, not boxes: the CJK font shipped by the
+``mplfonts`` package (Noto Sans CJK) is registered with matplotlib as a fallback
+behind DejaVu Sans, which works the same locally and in Colab.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib import font_manager
+
+__all__ = ["use_book_style", "attention_heatmap", "plot_lines", "CJK_FONT"]
+
+CJK_FONT = "Noto Sans CJK SC"
+_STYLE_APPLIED = False
+
+
+def _register_cjk_font() -> bool:
+    try:
+        import mplfonts
+    except ImportError:  # the book still plots, Chinese labels show as boxes
+        return False
+    path = Path(mplfonts.__file__).parent / "fonts" / "NotoSansCJKsc-Regular.otf"
+    if not path.exists():
+        return False
+    if CJK_FONT not in {f.name for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(str(path))
+    return True
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib style (idempotent; every plot helper calls it)."""
+    global _STYLE_APPLIED
+    if _STYLE_APPLIED:
+        return
+    families = ["DejaVu Sans", CJK_FONT] if _register_cjk_font() else ["DejaVu Sans"]
+    mpl.rcParams.update(
+        {
+            "font.family": "sans-serif",
+            "font.sans-serif": families,
+            "axes.unicode_minus": False,
+            "figure.figsize": (6.0, 3.6),
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "legend.fontsize": 9,
+            "legend.frameon": False,
+        }
+    )
+    _STYLE_APPLIED = True
+
+
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def attention_heatmap(
+    weights,
+    query_tokens: Sequence[str] | None = None,
+    key_tokens: Sequence[str] | None = None,
+    ax: plt.Axes | None = None,
+    title: str | None = None,
+    annotate: bool | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+) -> plt.Axes:
+    """Draw a (Tq, Tk) attention matrix: queries down the rows, keys across.
+
+    ``annotate`` writes each weight in its cell (default: when the matrix is at
+    most 12 x 12). Returns the axes.
+    """
+    use_book_style()
+    w = _to_numpy(weights)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a (Tq, Tk) matrix, got shape {w.shape}")
+    n_q, n_k = w.shape
+    for name, toks, n in (
+        ("query_tokens", query_tokens, n_q),
+        ("key_tokens", key_tokens, n_k),
+    ):
+        if toks is not None and len(toks) != n:
+            raise ValueError(f"{name} has {len(toks)} labels for {n} rows/columns")
+    if ax is None:
+        size = (min(1.0 + 0.55 * n_k, 9.0), min(0.8 + 0.45 * n_q, 8.0))
+        _, ax = plt.subplots(figsize=size)
+    image = ax.imshow(w, cmap="Blues", vmin=0.0, vmax=vmax or max(float(w.max()), 1e-9))
+    ax.grid(False)
+    ax.set_xticks(
+        range(n_k), list(key_tokens) if key_tokens is not None else range(n_k)
+    )
+    ax.set_yticks(
+        range(n_q), list(query_tokens) if query_tokens is not None else range(n_q)
+    )
+    ax.tick_params(axis="x", labelrotation=90 if n_k > 8 else 0)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    if annotate is None:
+        annotate = n_q <= 12 and n_k <= 12
+    if annotate:
+        threshold = 0.6 * image.get_clim()[1]
+        for i in range(n_q):
+            for j in range(n_k):
+                color = "white" if w[i, j] > threshold else "black"
+                ax.text(
+                    j,
+                    i,
+                    f"{w[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=color,
+                )
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
+    return ax
+
+
+def plot_lines(
+    x,
+    ys: Mapping[str, object],
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    ax: plt.Axes | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    marker: str | None = "o",
+) -> plt.Axes:
+    """One line per entry of ``ys`` (label -> values over ``x``), with a legend."""
+    use_book_style()
+    if ax is None:
+        _, ax = plt.subplots()
+    x = _to_numpy(x)
+    for label, y in ys.items():
+        y = _to_numpy(y)
+        if y.shape != x.shape:
+            raise ValueError(f"{label!r} has shape {y.shape}, x has shape {x.shape}")
+        ax.plot(x, y, marker=marker, markersize=4, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    if len(ys) > 1:
+        ax.legend()
+    return ax

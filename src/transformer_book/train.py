@@ -1,0 +1,119 @@
+"""A short training loop that returns its history (introduced in Chapter 2).
+
+No trainer classes, no callbacks: ``train`` runs AdamW for a number of steps on
+batches drawn from a function and returns the losses; plotting is separate. On a
+GPU the same call runs under bfloat16 autocast.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from .device import autocast
+
+__all__ = ["train", "accuracy", "progress_enabled"]
+
+Batch = tuple[Tensor | tuple[Tensor, ...], Tensor]
+
+
+def progress_enabled() -> bool:
+    """Progress bars are shown unless ``CI`` or ``TRANSFORMER_BOOK_QUIET`` is set.
+
+    ``make execute`` and the tests set the latter, so committed notebooks hold no
+    progress bars, while a reader in Jupyter or Colab sees them.
+    """
+    return not (os.environ.get("CI") or os.environ.get("TRANSFORMER_BOOK_QUIET"))
+
+
+def _to(x, device: torch.device):
+    if isinstance(x, Tensor):
+        return x.to(device)
+    return tuple(t.to(device) for t in x)
+
+
+def train(
+    model: nn.Module,
+    get_batch: Callable[[int], Batch],
+    loss_fn: Callable[[Tensor, Tensor], Tensor],
+    steps: int,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    lr_lambda: Callable[[int], float] | None = None,
+    max_grad_norm: float | None = 1.0,
+    device: torch.device | str | None = None,
+    progress: bool | None = None,
+) -> dict[str, list[float] | float]:
+    """Train ``model`` with AdamW for ``steps`` steps and return its history.
+
+    ``get_batch(step)`` returns ``(inputs, targets)``; ``inputs`` is a tensor or a
+    tuple of tensors passed to ``model(*inputs)``. ``loss_fn(model_output, targets)``
+    returns a scalar. ``lr_lambda(step)`` multiplies ``lr`` (e.g. a warm-up).
+
+    Returns ``{"step": [...], "loss": [...], "seconds": total}`` with the loss of
+    every step.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be positive, got {steps}")
+    device = (
+        torch.device(device) if device is not None else next(model.parameters()).device
+    )
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scheduler = (
+        torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda) if lr_lambda else None
+    )
+    history: dict[str, list[float] | float] = {"step": [], "loss": []}
+    show = progress_enabled() if progress is None else progress
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc="training", leave=False)
+    start = time.perf_counter()
+    for step in range(steps):
+        inputs, targets = get_batch(step)
+        inputs, targets = _to(inputs, device), targets.to(device)
+        with autocast(device):
+            output = model(*inputs) if isinstance(inputs, tuple) else model(inputs)
+            loss = loss_fn(output.float(), targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        history["step"].append(step)
+        history["loss"].append(loss.item())
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+    if bar is not None:
+        bar.close()
+    history["seconds"] = time.perf_counter() - start
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def accuracy(logits: Tensor, targets: Tensor, ignore_index: int | None = None) -> float:
+    """Fraction of positions whose arg-max prediction equals the target.
+
+    Shapes: logits (..., V), targets (...). Positions whose target equals
+    ``ignore_index`` are left out.
+    """
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(
+            f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} "
+            "do not match"
+        )
+    correct = logits.argmax(dim=-1) == targets
+    if ignore_index is not None:
+        keep = targets != ignore_index
+        return (correct & keep).sum().item() / max(keep.sum().item(), 1)
+    return correct.float().mean().item()
