@@ -80,10 +80,11 @@ def scaled_dot_product_attention(
         bias: float, broadcastable to (..., Tq, Tk), added to the scaled scores
         returns output (..., Tq, Dv) and weights (..., Tq, Tk)
 
-    The softmax runs in float32 whatever the input dtype, and masked scores are
-    filled with the float32 minimum rather than ``-1e9`` (which is ``-inf`` in
-    float16): half-precision inputs keep their dtype and never overflow. A query
-    row with no allowed key gets zero weights and a zero output, never NaN.
+    The softmax runs in (at least) float32 whatever the input dtype, and masked
+    scores are filled with that type's minimum rather than ``-1e9`` (which is
+    ``-inf`` in float16): half-precision inputs keep their dtype and never
+    overflow. A query row with no allowed key gets zero weights and a zero output,
+    never NaN.
     ``dropout_p`` drops weights (as in training); the weights returned are the ones
     that were applied.
     """
@@ -101,11 +102,12 @@ def scaled_dot_product_attention(
         _check_extra("bias", bias, scores_shape)
 
     d_k = q.shape[-1]
-    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(d_k)  # (..., Tq, Tk)
+    acc = torch.promote_types(q.dtype, torch.float32)  # at least float32: no overflow
+    scores = (q @ k.transpose(-2, -1)).to(acc) / math.sqrt(d_k)  # (..., Tq, Tk)
     if bias is not None:
-        scores = scores + bias.float()
+        scores = scores + bias.to(acc)
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(torch.float32).min)
+        scores = scores.masked_fill(~mask, torch.finfo(acc).min)
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
         # A row whose keys are all masked would otherwise spread its weight evenly.

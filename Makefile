@@ -1,0 +1,62 @@
+# The two commands a reader needs: `make book` and `make test`. Both set up everything.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(shell $(if $(wildcard $(PY)),$(PY),python3) scripts/toc_notebooks.py)
+export TRANSFORMER_BOOK_QUIET := 1
+export MPLBACKEND := Agg
+
+.PHONY: book serve execute test lint unit nbval html browser colab bench gpu-check install clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book is in $(CURDIR)/_build/html/index.html (make serve to browse it)"
+
+serve:
+	@echo "Serving http://localhost:8000 (Ctrl-C to stop)"
+	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+
+execute: $(STAMP)
+	$(PY) scripts/execute.py $(NOTEBOOKS)
+
+bench: $(STAMP)
+	$(PY) scripts/execute.py --bench $(NOTEBOOKS)
+
+gpu-check: $(STAMP)
+	$(PY) scripts/gpu_check.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests scripts book
+	$(VENV)/bin/ruff format --check src tests scripts book
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not slow and not browser" tests
+
+nbval: $(STAMP)
+	$(VENV)/bin/pytest -q --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-current-env -p no:cacheprovider $(NOTEBOOKS)
+
+html: book
+
+browser: $(STAMP)
+	bash scripts/browser_deps.sh
+	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py
+
+colab: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow tests/test_colab_like.py
+
+test: lint unit nbval book browser colab
+	@echo "make test: all stages passed"
+
+clean:
+	rm -rf _build dist .pytest_cache .ruff_cache
