@@ -1,0 +1,248 @@
+"""The Transformer's encoder and decoder blocks (Chapter 5).
+
+Shape letters: B batch, T target (decoder) positions, S source (encoder) positions,
+D model width (``d_model``), F feed-forward width (``d_ff``), H heads.
+
+Each block is a few sub-layers, each wrapped in a residual connection and a layer
+normalisation ("Add & Norm", Vaswani et al., 2017, §3.1). ``norm_first=False`` is
+the paper's post-norm, ``LayerNorm(x + Sublayer(x))``; ``norm_first=True`` is the
+pre-norm used by most models since, ``x + Sublayer(LayerNorm(x))``. The layout and
+the dropout placement follow ``nn.TransformerEncoderLayer`` and
+``nn.TransformerDecoderLayer`` exactly, so ``from_torch`` copies give equal outputs.
+
+Masks are boolean with **True = may attend**; PyTorch's layers use True = blocked,
+so ``torch_layer(x, src_mask=~mask)`` equals ``block(x, mask=mask)``.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+
+__all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _activation_name(activation) -> str:
+    """'relu' or 'gelu' for the activation of a PyTorch Transformer layer."""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or isinstance(activation, nn.GELU):
+        return "gelu"
+    raise ValueError(f"from_torch supports relu and gelu, got {activation!r}")
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position alone (§3.3).
+
+    The same two-layer network runs on each position independently: positions never
+    mix here (attention does that). ``activation="gelu"`` is the GPT/BERT choice.
+
+    Shapes: x (B, T, D) -> (B, T, D), through a hidden width F = ``d_ff``.
+    """
+
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"
+    ):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        self.activation = activation
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # (B,T,D) -> (B,T,F)
+        return self.linear2(self.dropout(hidden))  # (B, T, F) -> (B, T, D)
+
+
+def _check_sequence(name: str, x: Tensor, d_model: int) -> None:
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (B, T, d_model={d_model}), got {tuple(x.shape)}"
+        )
+
+
+class EncoderBlock(nn.Module):
+    """One encoder layer: self-attention, then feed-forward, each with Add & Norm.
+
+    post-norm (the paper):  x = LN(x + SelfAttn(x));   x = LN(x + FFN(x))
+    pre-norm:               x = x + SelfAttn(LN(x));   x = x + FFN(LN(x))
+
+    Shapes:
+        x: (B, T, D)
+        mask: bool, True = may attend, broadcastable to (B, H, T, T); a padding
+              mask from ``attention.padding_mask`` has shape (B, 1, T)
+        returns (B, T, D)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+    ):
+        super().__init__()
+        self.d_model, self.norm_first = d_model, norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def _self_attention(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        return self.dropout1(self.self_attn(x, mask=mask))
+
+    def _feed_forward(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.feed_forward(x))
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        _check_sequence("x", x, self.d_model)
+        if self.norm_first:
+            x = x + self._self_attention(self.norm1(x), mask)
+            x = x + self._feed_forward(self.norm2(x))
+        else:
+            x = self.norm1(x + self._self_attention(x, mask))
+            x = self.norm2(x + self._feed_forward(x))
+        return x
+
+    @classmethod
+    def from_torch(cls, m: nn.TransformerEncoderLayer) -> EncoderBlock:
+        """A copy of ``nn.TransformerEncoderLayer`` ``m`` with the same weights.
+
+        ``m`` must use ``bias=True`` and a relu or gelu activation. The copy is
+        batch-first whatever ``m.self_attn.batch_first`` says.
+        """
+        if m.linear1.bias is None:
+            raise ValueError("from_torch supports layers built with bias=True")
+        new = cls(
+            m.self_attn.embed_dim,
+            m.self_attn.num_heads,
+            m.linear1.out_features,
+            dropout=m.dropout.p,
+            norm_first=m.norm_first,
+            activation=_activation_name(m.activation),
+            layer_norm_eps=m.norm1.eps,
+        ).to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
+        new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
+        _copy_feed_forward_and_norms(new, m, n_norms=2)
+        return new
+
+
+class DecoderBlock(nn.Module):
+    """One decoder layer: masked self-attention, cross-attention, feed-forward.
+
+    post-norm (the paper):  x = LN(x + SelfAttn(x, causal));
+                            x = LN(x + CrossAttn(x, memory));  x = LN(x + FFN(x))
+    Cross-attention takes its queries from the decoder (x) and its keys and values
+    from the encoder's output (``memory``): it is what connects the two halves.
+
+    Shapes:
+        x: (B, T, D)   memory: (B, S, D)
+        self_mask: bool, broadcastable to (B, H, T, T), usually
+                   ``attention.causal_mask(T)``
+        memory_mask: bool, broadcastable to (B, H, T, S), e.g. the source padding
+                     mask (B, 1, S)
+        returns (B, T, D), and the cross-attention weights (B, H, T, S) if
+        ``need_weights``
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+    ):
+        super().__init__()
+        self.d_model, self.norm_first = d_model, norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    def _cross_attention(self, x, memory, mask) -> tuple[Tensor, Tensor]:
+        out, weights = self.cross_attn(x, memory, memory, mask=mask, need_weights=True)
+        return self.dropout2(out), weights  # (B, T, D), (B, H, T, S)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        _check_sequence("x", x, self.d_model)
+        _check_sequence("memory", memory, self.d_model)
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"x {tuple(x.shape)} and memory {tuple(memory.shape)} have "
+                "different batch sizes"
+            )
+        if self.norm_first:
+            x = x + self.dropout1(self.self_attn(self.norm1(x), mask=self_mask))
+            cross, weights = self._cross_attention(self.norm2(x), memory, memory_mask)
+            x = x + cross
+            x = x + self.dropout3(self.feed_forward(self.norm3(x)))
+        else:
+            x = self.norm1(x + self.dropout1(self.self_attn(x, mask=self_mask)))
+            cross, weights = self._cross_attention(x, memory, memory_mask)
+            x = self.norm2(x + cross)
+            x = self.norm3(x + self.dropout3(self.feed_forward(x)))
+        return (x, weights) if need_weights else x
+
+    @classmethod
+    def from_torch(cls, m: nn.TransformerDecoderLayer) -> DecoderBlock:
+        """A copy of ``nn.TransformerDecoderLayer`` ``m`` with the same weights.
+
+        ``m`` must use ``bias=True`` and a relu or gelu activation. The copy is
+        batch-first. Masks: ``m(x, memory, tgt_mask=~self_mask,
+        memory_mask=~memory_mask)`` equals ``copy(x, memory, self_mask, memory_mask)``.
+        """
+        if m.linear1.bias is None:
+            raise ValueError("from_torch supports layers built with bias=True")
+        new = cls(
+            m.self_attn.embed_dim,
+            m.self_attn.num_heads,
+            m.linear1.out_features,
+            dropout=m.dropout.p,
+            norm_first=m.norm_first,
+            activation=_activation_name(m.activation),
+            layer_norm_eps=m.norm1.eps,
+        ).to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
+        new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
+        new.cross_attn = MultiHeadAttention.from_torch(m.multihead_attn)
+        _copy_feed_forward_and_norms(new, m, n_norms=3)
+        return new
+
+
+def _copy_feed_forward_and_norms(new: nn.Module, m: nn.Module, n_norms: int) -> None:
+    """Copy the feed-forward and LayerNorm weights of PyTorch layer ``m``."""
+    pairs = [
+        (new.feed_forward.linear1, m.linear1),
+        (new.feed_forward.linear2, m.linear2),
+    ]
+    pairs += [
+        (getattr(new, f"norm{i}"), getattr(m, f"norm{i}"))
+        for i in range(1, n_norms + 1)
+    ]
+    for ours, theirs in pairs:
+        ours.load_state_dict(theirs.state_dict())
