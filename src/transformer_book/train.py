@@ -16,7 +16,13 @@ from torch import Tensor, nn
 
 from .device import autocast
 
-__all__ = ["train", "accuracy", "progress_enabled"]
+__all__ = [
+    "train",
+    "accuracy",
+    "progress_enabled",
+    "noam_lr_lambda",
+    "sequence_accuracy",
+]
 
 Batch = tuple[Tensor | tuple[Tensor, ...], Tensor]
 
@@ -117,3 +123,47 @@ def accuracy(logits: Tensor, targets: Tensor, ignore_index: int | None = None) -
         keep = targets != ignore_index
         return (correct & keep).sum().item() / max(keep.sum().item(), 1)
     return correct.float().mean().item()
+
+
+def noam_lr_lambda(
+    d_model: int, warmup: int, scale: float = 1.0
+) -> Callable[[int], float]:
+    """The warm-up schedule of Vaswani et al. (2017), §5.3, for ``train``'s lr_lambda.
+
+    lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+
+    The rate grows linearly for ``warmup`` steps, peaks at
+    ``scale * (d_model * warmup)^-0.5``, then decays as 1/sqrt(step). Steps count
+    from 1 (PyTorch's ``LambdaLR`` asks for step 0 first). Pass ``lr=1.0`` to
+    ``train`` so that the returned value is the learning rate itself.
+    """
+    if d_model < 1 or warmup < 1:
+        raise ValueError(
+            f"d_model and warmup must be positive, got d_model={d_model}, "
+            f"warmup={warmup}"
+        )
+
+    def lr_lambda(step: int) -> float:
+        step += 1
+        return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+    return lr_lambda
+
+
+@torch.no_grad()
+def sequence_accuracy(predicted: Tensor, targets: Tensor, pad_id: int) -> float:
+    """Fraction of sequences predicted exactly, every token right (padding ignored).
+
+    Shapes: predicted (B, T1), targets (B, T2) token ids; the shorter one is padded
+    with ``pad_id`` so lengths may differ (a decoder may stop early or run on).
+    """
+    if predicted.dim() != 2 or targets.dim() != 2 or len(predicted) != len(targets):
+        raise ValueError(
+            f"predicted {tuple(predicted.shape)} and targets {tuple(targets.shape)} "
+            "must be (B, T) with the same B"
+        )
+    length = max(predicted.shape[1], targets.shape[1])
+    pad = torch.nn.functional.pad
+    predicted = pad(predicted, (0, length - predicted.shape[1]), value=pad_id)
+    targets = pad(targets, (0, length - targets.shape[1]), value=pad_id)
+    return (predicted == targets).all(dim=1).float().mean().item()

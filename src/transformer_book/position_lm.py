@@ -1,0 +1,120 @@
+"""A tiny causal language model whose position scheme is a switch (Chapter 4).
+
+The same decoder-only model runs with no positions, sinusoidal or learned
+positions added to the input, T5's bias or ALiBi added to the attention scores,
+or RoPE applied to the queries and keys, so that the schemes can be compared at
+equal size and training: Chapter 4's extrapolation experiment.
+
+Shape letters: B batch, T positions, D ``d_model``, H heads, Dh ``d_head``,
+V ``vocab_size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from .positional import (
+    LearnedPositionalEmbedding,
+    RelativePositionBias,
+    alibi_bias,
+    apply_rope,
+    sinusoidal_encoding,
+)
+
+__all__ = ["SCHEMES", "PositionLMConfig", "PositionalSelfAttention", "PositionLM"]
+
+SCHEMES = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
+
+
+@dataclass(frozen=True)
+class PositionLMConfig:
+    vocab_size: int  # number of token ids
+    position: str = "rope"  # one of SCHEMES
+    d_model: int = 64  # width of the residual stream
+    n_heads: int = 4  # attention heads per layer
+    n_layers: int = 2  # decoder blocks
+    d_ff: int = 128  # hidden width of the feed-forward network
+    max_len: int = 512  # rows of the learned table (only "learned" uses it)
+    num_buckets: int = 32  # T5 buckets (only "t5")
+    max_distance: int = 128  # T5: farther keys share the last bucket (only "t5")
+
+
+class PositionalSelfAttention(MultiHeadAttention):
+    """Causal multi-head self-attention, with RoPE on q and k or a bias on scores.
+
+    Shapes: x (B, T, D); bias broadcastable to (B, H, T, T); returns (B, T, D).
+    """
+
+    def forward(self, x: Tensor, bias: Tensor | None = None, rope: bool = False):
+        q = self.split_heads(self.q_proj(x))  # (B, T, D) -> (B, H, T, Dh)
+        k = self.split_heads(self.k_proj(x))  # (B, T, D) -> (B, H, T, Dh)
+        v = self.split_heads(self.v_proj(x))  # (B, T, D) -> (B, H, T, Dh)
+        if rope:  # position enters by rotating q and k, never v
+            q, k = apply_rope(q), apply_rope(k)
+        mask = causal_mask(x.shape[1], device=x.device)  # (T, T)
+        heads, _ = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
+        return self.out_proj(self.merge_heads(heads))  # (B, H, T, Dh) -> (B, T, D)
+
+
+class _Block(nn.Module):
+    """Pre-norm decoder block: x + attention(norm(x)), then x + FFN(norm(x))."""
+
+    def __init__(self, cfg: PositionLMConfig):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.attn = PositionalSelfAttention(cfg.d_model, cfg.n_heads)
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.ffn = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model)
+        )
+
+    def forward(self, x: Tensor, bias: Tensor | None, rope: bool) -> Tensor:
+        x = x + self.attn(self.norm1(x), bias=bias, rope=rope)
+        return x + self.ffn(self.norm2(x))
+
+
+class PositionLM(nn.Module):
+    """Decoder-only model whose only difference between runs is ``cfg.position``.
+
+    Shapes: idx (B, T) token ids -> logits (B, T, V).
+    """
+
+    def __init__(self, cfg: PositionLMConfig):
+        super().__init__()
+        if cfg.position not in SCHEMES:
+            raise ValueError(f"position={cfg.position!r} is not one of {SCHEMES}")
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.position == "learned":
+            self.learned = LearnedPositionalEmbedding(cfg.max_len, cfg.d_model)
+        if cfg.position == "t5":  # one bias table shared by all layers, as in T5
+            self.t5_bias = RelativePositionBias(
+                cfg.n_heads, False, cfg.num_buckets, cfg.max_distance
+            )
+        self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+
+    def position_bias(self, t: int, device: torch.device) -> Tensor | None:
+        """The (H, T, T) bias on the scores, for "t5" and "alibi"; else None."""
+        if self.cfg.position == "t5":
+            return self.t5_bias(t)
+        if self.cfg.position == "alibi":
+            return alibi_bias(self.cfg.n_heads, t, device=device)
+        return None
+
+    def forward(self, idx: Tensor) -> Tensor:
+        t = idx.shape[1]
+        x = self.embed(idx)  # (B, T) -> (B, T, D)
+        if self.cfg.position == "sinusoidal":
+            x = x + sinusoidal_encoding(t, self.cfg.d_model).to(x.device)
+        elif self.cfg.position == "learned":
+            x = self.learned(x)
+        bias = self.position_bias(t, idx.device)  # (H, T, T) or None
+        for block in self.blocks:
+            x = block(x, bias=bias, rope=self.cfg.position == "rope")
+        return self.head(self.norm(x))  # (B, T, D) -> (B, T, V)

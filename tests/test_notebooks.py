@@ -1,0 +1,181 @@
+"""The chapters follow the book's conventions, and every published solution works.
+
+nbval (``make nbval``) re-executes the notebooks and compares their outputs; these
+tests read the committed files without running a kernel.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import transformer_book.exercises as exercises
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from toc_notebooks import toc_notebooks  # noqa: E402
+
+NOTEBOOKS = toc_notebooks()
+IDS = [p.stem for p in NOTEBOOKS]
+
+
+def repository_url() -> str:
+    match = re.search(
+        r"^repository:\s*\n\s+url:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.M
+    )
+    assert match, "_config.yml has no repository.url"
+    return match.group(1)
+
+
+def setup_cell(url: str) -> str:
+    return (
+        "import sys\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    %pip install -q "transformer-book @ git+{url}"'
+    )
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def load(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def test_every_toc_entry_exists_and_every_chapter_is_in_the_toc():
+    entries = re.findall(r"(?:file|root):\s*(\S+)", (ROOT / "_toc.yml").read_text())
+    for entry in entries:
+        assert any((ROOT / f"{entry}{ext}").exists() for ext in (".md", ".ipynb")), (
+            entry
+        )
+    listed = {ROOT / f"{e}.ipynb" for e in entries}
+    for path in (ROOT / "book").glob("*.ipynb"):
+        assert path in listed, f"{path.name} is not in _toc.yml"
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_first_code_cell_is_the_colab_setup_cell(path):
+    first = code_cells(load(path))[0]
+    assert first.source.strip() == setup_cell(repository_url())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_committed_executed_top_to_bottom_without_errors(path):
+    nb = load(path)
+    counts = [c.execution_count for c in code_cells(nb)]
+    assert counts == list(range(1, len(counts) + 1)), "run `make execute` and commit"
+    for cell in code_cells(nb):
+        for out in cell.outputs:
+            assert out.output_type != "error", cell.source[:80]
+            assert not (out.output_type == "stream" and out.name == "stderr"), (
+                f"stderr output (warnings, progress bars) in: {cell.source[:80]}"
+            )
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_widget_cells_are_marked_and_follow_a_static_figure(path):
+    nb = load(path)
+    cells = code_cells(nb)
+    widget_cells = [
+        i for i, c in enumerate(cells) if re.search(r"\binteract(ive)?\(", c.source)
+    ]
+    assert widget_cells, "every chapter has at least one interactive widget"
+    for i in widget_cells:
+        assert cells[i].source.startswith("# NBVAL_IGNORE_OUTPUT"), cells[i].source[:80]
+        before = cells[i - 1]
+        assert any(o.get("data", {}).get("image/png") for o in before.outputs), (
+            "the cell before a widget must draw the static figure"
+        )
+    assert "widgets" in nb.metadata, "widget state missing: execute with make execute"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_chapter_structure(path):
+    nb = load(path)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    assert re.search(r"learning goals", text, re.I)
+    exercises_found = re.findall(r"^### Exercise (\d+)\.(\d+) · (★+) · ", text, re.M)
+    assert 4 <= len(exercises_found) <= 6, f"{len(exercises_found)} exercises"
+    assert text.count("<summary>Solution</summary>") == len(exercises_found)
+    assert "## References" in text
+    assert not re.search(r"\bTODO\b|\bTBD\b|\bFIXME\b", text)
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    for path in NOTEBOOKS + list((ROOT / "book").glob("*.md")):
+        text = path.read_text()
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
+            for key in group.split(","):
+                assert key.strip() in keys, f"{path.name} cites unknown {key}"
+
+
+def exercise_pairs(path: Path):
+    """(solution code, checker name, function name) for every checked exercise."""
+    nb = load(path)
+    pairs = []
+    last_solution = None
+    for cell in nb.cells:
+        if (
+            cell.cell_type == "markdown"
+            and "<summary>Solution</summary>" in cell.source
+        ):
+            blocks = re.findall(r"```python\n(.*?)```", cell.source, re.S)
+            last_solution = blocks[-1] if blocks else None
+        elif cell.cell_type == "code" and "raise NotImplementedError" in cell.source:
+            call = re.search(r"^(check_\w+)\((\w+)\)\s*$", cell.source.strip(), re.M)
+            assert call, (
+                f"a stub without a checker call in {path.name}: {cell.source[:80]}"
+            )
+            assert last_solution, (
+                f"no solution code before {call.group(0)} in {path.name}"
+            )
+            pairs.append((last_solution, call.group(1), call.group(2)))
+            last_solution = None
+    return pairs
+
+
+ALL_PAIRS = [(p, *pair) for p in NOTEBOOKS for pair in exercise_pairs(p)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_at_least_two_coding_exercises_are_checked(path):
+    assert len(exercise_pairs(path)) >= 2
+
+
+@pytest.mark.parametrize(
+    ("path", "solution", "check_name", "fn_name"),
+    ALL_PAIRS,
+    ids=[f"{p.stem}-{c}" for p, _, c, _ in ALL_PAIRS],
+)
+def test_published_solution_passes_its_checker(
+    path, solution, check_name, fn_name, capsys
+):
+    namespace: dict = {}
+    exec(compile(solution, f"<solution {check_name}>", "exec"), namespace)
+    assert fn_name in namespace, f"the solution does not define {fn_name}"
+    check = getattr(exercises, check_name)
+    assert check(namespace[fn_name]) is True
+    assert "all checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("path", "solution", "check_name", "fn_name"),
+    ALL_PAIRS,
+    ids=[f"{p.stem}-{c}" for p, _, c, _ in ALL_PAIRS],
+)
+def test_stub_reports_not_attempted(path, solution, check_name, fn_name, capsys):
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    assert getattr(exercises, check_name)(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
