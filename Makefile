@@ -5,7 +5,6 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(shell $(if $(wildcard $(PY)),$(PY),python3) scripts/toc_notebooks.py)
 export TRANSFORMER_BOOK_QUIET := 1
-export MPLBACKEND := Agg
 
 .PHONY: book serve execute test lint unit nbval html browser colab bench gpu-check install clean
 
