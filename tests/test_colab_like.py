@@ -95,7 +95,6 @@ def test_notebook_runs_alone_in_an_empty_folder(clean_python, notebook, tmp_path
         env={
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
-            "MPLBACKEND": "Agg",
             "TRANSFORMER_BOOK_QUIET": "1",
         },
     )
