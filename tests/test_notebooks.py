@@ -33,7 +33,7 @@ def repository_url() -> str:
 
 def setup_cell(url: str) -> str:
     return (
-        "import sys\n"
+        "import sys\n\n"
         'if "google.colab" in sys.modules:\n'
         f'    %pip install -q "transformer-book @ git+{url}"'
     )

@@ -33,6 +33,18 @@ def test_cjk_font_is_registered_and_covers_the_seed_sentence():
     assert all(ord(c) in charmap for c in "銀行帳戶裡的餘額不足我愛你")
 
 
+def test_chinese_labels_render_without_missing_glyphs():
+    import warnings
+
+    plot.use_book_style()
+    fig, ax = plt.subplots()
+    ax.set_title("銀行帳戶裡的餘額不足 attention")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Glyph ... missing from font(s)" is a warning
+        fig.canvas.draw()
+    plt.close(fig)
+
+
 def test_attention_heatmap_labels_both_axes():
     weights = torch.softmax(torch.randn(3, 4), -1)
     ax = plot.attention_heatmap(

@@ -219,11 +219,12 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:
         key = query if key is None else key
         value = key if value is None else value
-        if query.dim() != 3 or query.shape[-1] != self.d_model:
-            raise ValueError(
-                f"query must have shape (B, T, d_model={self.d_model}), "
-                f"got {tuple(query.shape)}"
-            )
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.dim() != 3 or x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (B, T, d_model={self.d_model}), "
+                    f"got {tuple(x.shape)}"
+                )
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (B, T, S) -> (B, 1, T, S), shared by the heads
         q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)

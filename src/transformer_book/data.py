@@ -13,7 +13,19 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["LookupBatch", "lookup_task", "TranslationBatch", "ToyTranslation"]
+__all__ = [
+    "LookupBatch",
+    "lookup_task",
+    "TranslationBatch",
+    "ToyTranslation",
+    "TwoRelationBatch",
+    "two_relation_task",
+    "IGNORE_INDEX",
+    "RecallBatch",
+    "recall_task",
+    "LagCopyBatch",
+    "lag_copy_task",
+]
 
 
 @dataclass(frozen=True)
@@ -182,3 +194,156 @@ class ToyTranslation:
         tgt[:, 0] = self.bos_id
         tgt[positions[None, :] == lengths[:, None] + 1] = self.eos_id
         return TranslationBatch(src.to(device), tgt.to(device))
+
+
+@dataclass(frozen=True)
+class TwoRelationBatch:
+    """A batch of the two-relation task (Chapter 3).
+
+    keys: (B, T) key id per position, each key held by exactly two positions;
+    values: (B, T) value id per position;
+    partner: (B, T) the other position holding the same key;
+    previous: (B, T) the previous position, ``t - 1`` (-1 at position 0);
+    target: (B, T, 2) what to predict at each position: ``[..., 0]`` the value one
+    position back (``IGNORE_INDEX`` at position 0, which has none), ``[..., 1]`` the
+    value at the partner position.
+    """
+
+    keys: Tensor
+    values: Tensor
+    partner: Tensor
+    previous: Tensor
+    target: Tensor
+
+
+IGNORE_INDEX = -100  # the default ignore_index of F.cross_entropy
+
+
+def two_relation_task(
+    batch_size: int,
+    n_pairs: int,
+    n_keys: int,
+    n_values: int,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+) -> TwoRelationBatch:
+    """Sequences of T = 2 * n_pairs (key, value) tokens where every key occurs
+    twice; at every position predict two values found by two different relations:
+
+    - by position: the value of the token just before (a fixed offset, t - 1);
+    - by content: the value of the other token that holds the same key.
+
+    Each value is random and unknown to the asking position, so one attention
+    pattern cannot fetch both; the keys of a row are distinct pairs placed at
+    random positions, so no fixed positional pattern finds the partner.
+    """
+    if n_pairs > n_keys:
+        raise ValueError(
+            f"n_pairs={n_pairs} needs at least as many keys, got n_keys={n_keys}"
+        )
+    if min(batch_size, n_pairs, n_values) < 1:
+        raise ValueError("batch_size, n_pairs and n_values must be positive")
+    T = 2 * n_pairs
+    pair_keys = torch.rand(batch_size, n_keys, generator=generator).argsort(dim=1)
+    pair_keys = pair_keys[:, :n_pairs]  # (B, N), distinct within a row
+    order = torch.rand(batch_size, T, generator=generator).argsort(dim=1)  # (B, T)
+    pair_of = order % n_pairs  # (B, T): the pair each position belongs to
+    keys = pair_keys.gather(1, pair_of)  # (B, N) -> (B, T)
+    values = torch.randint(n_values, (batch_size, T), generator=generator)
+    by_pair = pair_of.argsort(dim=1, stable=True)  # (B, T): pair 0's two positions...
+    first, second = by_pair[:, 0::2], by_pair[:, 1::2]  # (B, N) each
+    partner = torch.empty_like(by_pair)
+    partner.scatter_(1, first, second)
+    partner.scatter_(1, second, first)
+    previous = (torch.arange(T) - 1).expand(batch_size, T)  # (B, T), -1 at t = 0
+    prev_value = values.gather(1, previous.clamp(min=0))
+    prev_value = prev_value.masked_fill(previous < 0, IGNORE_INDEX)
+    target = torch.stack([prev_value, values.gather(1, partner)], dim=-1)  # (B,T,2)
+    return TwoRelationBatch(
+        *(t.to(device) for t in (keys, values, partner, previous.clone(), target))
+    )
+
+
+@dataclass(frozen=True)
+class RecallBatch:
+    """A batch of the long-range recall task (Chapter 1).
+
+    tokens: (B, distance + 1) the symbol, distance - 1 fillers, then the query token;
+    target: (B,) the symbol, which the model must name when it reads the query.
+    """
+
+    tokens: Tensor
+    target: Tensor
+
+
+def recall_task(
+    batch_size: int,
+    distance: int,
+    n_symbols: int = 8,
+    n_fillers: int = 8,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+) -> RecallBatch:
+    """Remember a symbol across ``distance`` steps: ``[s, f, f, ..., f, ?] -> s``.
+
+    Token ids: symbols ``0 .. n_symbols - 1``, fillers ``n_symbols .. n_symbols +
+    n_fillers - 1``, and the query ``n_symbols + n_fillers``, so the vocabulary has
+    ``n_symbols + n_fillers + 1`` tokens and chance accuracy is ``1 / n_symbols``.
+    The symbol sits ``distance`` positions before the query. Fillers never use a
+    symbol's id: the difficulty is the distance, not telling the symbol apart.
+    """
+    if distance < 1:
+        raise ValueError(f"distance must be at least 1, got {distance}")
+    if min(batch_size, n_symbols, n_fillers) < 1:
+        raise ValueError(
+            f"batch_size, n_symbols and n_fillers must be positive, got "
+            f"{batch_size}, {n_symbols}, {n_fillers}"
+        )
+    symbol = torch.randint(n_symbols, (batch_size, 1), generator=generator)  # (B, 1)
+    shape = (batch_size, distance - 1)
+    fillers = torch.randint(
+        n_symbols, n_symbols + n_fillers, shape, generator=generator
+    )  # (B, distance - 1)
+    query = torch.full((batch_size, 1), n_symbols + n_fillers)  # (B, 1)
+    tokens = torch.cat([symbol, fillers, query], dim=1)  # (B, distance + 1)
+    return RecallBatch(tokens.to(device), symbol[:, 0].to(device))
+
+
+@dataclass(frozen=True)
+class LagCopyBatch:
+    """A batch of the lag-copy task (Chapter 4).
+
+    tokens: (B, T) random token ids; target: (B, T) the token ``lag`` positions
+    back, ``IGNORE_INDEX`` at the first ``lag`` positions, which have none.
+    """
+
+    tokens: Tensor
+    target: Tensor
+
+
+def lag_copy_task(
+    batch_size: int,
+    length: int,
+    vocab_size: int,
+    lag: int = 1,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+) -> LagCopyBatch:
+    """At every position, name the token ``lag`` positions back: ``target[t] =
+    tokens[t - lag]``.
+
+    The tokens are independent and uniform, so content alone says nothing: only
+    where a token sits does. The rule is the same at every position and every
+    length, so a model that learned it at one length should apply it at any
+    length, which makes the task a clean test of length extrapolation (chance
+    accuracy is ``1 / vocab_size``).
+    """
+    if min(batch_size, length, vocab_size, lag) < 1:
+        raise ValueError(
+            f"batch_size, length, vocab_size and lag must be positive, got "
+            f"{batch_size}, {length}, {vocab_size}, {lag}"
+        )
+    tokens = torch.randint(vocab_size, (batch_size, length), generator=generator)
+    target = torch.full_like(tokens, IGNORE_INDEX)  # (B, T)
+    target[:, lag:] = tokens[:, :-lag]  # (B, T - lag), empty when lag >= T
+    return LagCopyBatch(tokens.to(device), target.to(device))

@@ -43,7 +43,9 @@ def use_book_style() -> None:
     families = ["DejaVu Sans", CJK_FONT] if _register_cjk_font() else ["DejaVu Sans"]
     mpl.rcParams.update(
         {
-            "font.family": "sans-serif",
+            # Concrete families, not "sans-serif": matplotlib falls back glyph by
+            # glyph only across the entries of font.family.
+            "font.family": families,
             "font.sans-serif": families,
             "axes.unicode_minus": False,
             "figure.figsize": (6.0, 3.6),

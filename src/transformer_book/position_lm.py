@@ -69,7 +69,9 @@ class _Block(nn.Module):
         self.attn = PositionalSelfAttention(cfg.d_model, cfg.n_heads)
         self.norm2 = nn.LayerNorm(cfg.d_model)
         self.ffn = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model)
+            nn.Linear(cfg.d_model, cfg.d_ff),
+            nn.GELU(),
+            nn.Linear(cfg.d_ff, cfg.d_model),
         )
 
     def forward(self, x: Tensor, bias: Tensor | None, rope: bool) -> Tensor:

@@ -74,9 +74,10 @@ class LearnedPositionalEmbedding(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         t = x.shape[-2]
         if t > self.max_len:
+            missing = f"{self.max_len}" + (f"..{t - 1}" if t - 1 > self.max_len else "")
             raise ValueError(
                 f"sequence length {t} exceeds max_len={self.max_len}: the table has "
-                f"no row for positions {self.max_len}..{t - 1}"
+                f"no row for position {missing}"
             )
         return x + self.table.weight[:t]  # (B, T, D) + (T, D)
 

@@ -5,14 +5,38 @@ still raises ``NotImplementedError``, raises ``AssertionError`` naming what is
 wrong, and prints one line on success (returning True).
 """
 
+from .ch01_rnn import (
+    check_gradient_ratio,
+    check_rnn_step,
+    check_spectral_radius,
+)
 from .ch02_attention import (
     check_causal_mask,
     check_masked_softmax,
     check_scaled_dot_product_attention,
 )
+from .ch03_multi_head import (
+    check_causal_multi_head_attention,
+    check_previous_token_score,
+    check_split_heads,
+)
+from .ch04_positional import (
+    check_alibi_slopes,
+    check_rope,
+    check_sinusoidal_table,
+)
 
 __all__ = [
+    "check_gradient_ratio",
+    "check_rnn_step",
+    "check_spectral_radius",
     "check_causal_mask",
     "check_masked_softmax",
     "check_scaled_dot_product_attention",
+    "check_causal_multi_head_attention",
+    "check_previous_token_score",
+    "check_split_heads",
+    "check_alibi_slopes",
+    "check_rope",
+    "check_sinusoidal_table",
 ]

@@ -1,0 +1,191 @@
+"""Looking inside attention heads: a tiny attention-only model and head ablation
+(Chapter 3).
+
+Shape letters: B batch, T positions, D model width (``d_model``), H heads,
+Dh width of one head, L layers, O predictions per position, C classes.
+
+The model has no feed-forward layers, so everything it computes flows through
+its heads; each layer is ``x = x + MultiHeadAttention(LayerNorm(x))``. The
+helpers work on any :class:`~transformer_book.attention.MultiHeadAttention`:
+``record_heads`` keeps what each head outputs, ``ablate_heads`` silences chosen
+heads (zero ablation, or mean ablation: replace a head's output by its average),
+in the spirit of Michel et al. (2019).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+
+__all__ = [
+    "ProbeConfig",
+    "AttentionOnlyClassifier",
+    "record_heads",
+    "ablate_heads",
+    "attention_on",
+]
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """The size of an :class:`AttentionOnlyClassifier`."""
+
+    vocab_sizes: tuple[int, ...]  # one embedding table per input stream (summed)
+    max_len: int  # learned positions 0 .. max_len - 1
+    n_classes: int  # classes of each prediction
+    n_outputs: int = 1  # independent predictions per position
+    d_model: int = 32  # width of the residual stream
+    n_heads: int = 2  # heads per layer; d_model must be divisible by it
+    n_layers: int = 1  # attention layers, no feed-forward layers
+
+
+class AttentionOnlyClassifier(nn.Module):
+    """Embeddings + learned positions, ``n_layers`` residual attention layers, and a
+    linear read-out giving ``n_outputs`` predictions at every position.
+
+    Shapes:
+        tokens: one (B, T) tensor of ids per entry of ``cfg.vocab_sizes``, T <= max_len
+        returns logits (B, T, O, C)
+    """
+
+    def __init__(self, cfg: ProbeConfig):
+        super().__init__()
+        if not cfg.vocab_sizes or min(cfg.vocab_sizes) < 1:
+            raise ValueError(f"vocab_sizes must be positive, got {cfg.vocab_sizes}")
+        if min(cfg.max_len, cfg.n_classes, cfg.n_outputs, cfg.n_layers) < 1:
+            raise ValueError(f"sizes must be positive, got {cfg}")
+        self.cfg = cfg
+        self.embeddings = nn.ModuleList(
+            nn.Embedding(v, cfg.d_model) for v in cfg.vocab_sizes
+        )
+        # Unit-scale positions, like the token embeddings: a position-based head
+        # (e.g. "look at the previous token") is then as easy to learn as a
+        # content-based one.
+        self.positions = nn.Parameter(torch.randn(cfg.max_len, cfg.d_model))
+        self.norms = nn.ModuleList(
+            nn.LayerNorm(cfg.d_model) for _ in range(cfg.n_layers)
+        )
+        self.layers = nn.ModuleList(
+            MultiHeadAttention(cfg.d_model, cfg.n_heads) for _ in range(cfg.n_layers)
+        )
+        self.final_norm = nn.LayerNorm(cfg.d_model)
+        self.readout = nn.Linear(cfg.d_model, cfg.n_outputs * cfg.n_classes)
+
+    def embed(self, *tokens: Tensor) -> Tensor:
+        if len(tokens) != len(self.embeddings):
+            raise ValueError(
+                f"expected {len(self.embeddings)} token tensors (one per vocabulary), "
+                f"got {len(tokens)}"
+            )
+        T = tokens[0].shape[-1]
+        if T > self.cfg.max_len:
+            raise ValueError(f"sequence length {T} exceeds max_len={self.cfg.max_len}")
+        x = self.positions[:T]  # (T, D)
+        for table, ids in zip(self.embeddings, tokens, strict=True):
+            x = x + table(ids)  # (B, T) -> (B, T, D)
+        return x
+
+    def forward(self, *tokens: Tensor) -> Tensor:
+        x = self.embed(*tokens)  # (B, T, D)
+        for norm, attn in zip(self.norms, self.layers, strict=True):
+            x = x + attn(norm(x))
+        logits = self.readout(self.final_norm(x))  # (B, T, D) -> (B, T, O * C)
+        return logits.unflatten(-1, (self.cfg.n_outputs, self.cfg.n_classes))
+
+    @torch.no_grad()
+    def attention_weights(self, *tokens: Tensor) -> Tensor:
+        """Every head's attention weights on these inputs: (L, B, H, T, T)."""
+        x = self.embed(*tokens)
+        maps = []
+        for norm, attn in zip(self.norms, self.layers, strict=True):
+            out, weights = attn(norm(x), need_weights=True)  # weights (B, H, T, T)
+            x = x + out
+            maps.append(weights)
+        return torch.stack(maps)  # (L, B, H, T, T)
+
+
+def _check_heads(mha: MultiHeadAttention, heads: Iterable[int]) -> list[int]:
+    heads = sorted(set(int(h) for h in heads))
+    bad = [h for h in heads if not 0 <= h < mha.n_heads]
+    if bad:
+        raise ValueError(
+            f"head indices {bad} out of range for n_heads={mha.n_heads} (0..H-1)"
+        )
+    return heads
+
+
+@contextmanager
+def record_heads(mha: MultiHeadAttention) -> Iterator[list[Tensor]]:
+    """Inside the ``with`` block, every call of ``mha`` appends its heads' outputs,
+    taken just before W^O, to the yielded list.
+
+    Shapes: each entry is (B, H, T, Dh), detached.
+    """
+    recorded: list[Tensor] = []
+
+    def hook(module: nn.Module, args: tuple[Tensor, ...]) -> None:
+        recorded.append(mha.split_heads(args[0]).detach())  # (B,T,D) -> (B,H,T,Dh)
+
+    handle = mha.out_proj.register_forward_pre_hook(hook)
+    try:
+        yield recorded
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def ablate_heads(
+    mha: MultiHeadAttention, heads: Iterable[int], mean: Tensor | None = None
+) -> Iterator[None]:
+    """Inside the ``with`` block, the chosen heads of ``mha`` are silenced.
+
+    Zero ablation (``mean=None``) sets their outputs to zero before W^O. Mean
+    ablation replaces them by ``mean``, typically the heads' average output over a
+    batch (from :func:`record_heads`), which removes the information a head carries
+    without pushing the next layer off its usual input range.
+
+    Shapes: mean broadcastable to (B, H, T, Dh), e.g. (H, T, Dh) or (H, 1, Dh).
+    """
+    heads = _check_heads(mha, heads)
+
+    def hook(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor]:
+        split = mha.split_heads(args[0]).clone()  # (B, T, D) -> (B, H, T, Dh)
+        if mean is None:
+            split[:, heads] = 0.0
+        else:
+            fill = torch.broadcast_to(mean, split.shape).to(split.dtype)
+            split[:, heads] = fill[:, heads]
+        return (mha.merge_heads(split),)  # (B, H, T, Dh) -> (B, T, D)
+
+    handle = mha.out_proj.register_forward_pre_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def attention_on(weights: Tensor, key_index: Tensor) -> Tensor:
+    """How much weight each head puts, on average, on one chosen key per query.
+
+    ``key_index[b, t]`` is the key that query t of example b "should" look at
+    (e.g. ``t - 1`` for a previous-token head); queries with a negative index are
+    left out. Returns one number per head, between 0 and 1.
+
+    Shapes: weights (B, H, T, S), key_index (B, T) or (T,); returns (H,).
+    """
+    if weights.dim() != 4:
+        raise ValueError(f"weights must be (B, H, T, S), got {tuple(weights.shape)}")
+    B, H, T, _ = weights.shape
+    key_index = torch.as_tensor(key_index, device=weights.device).expand(B, T)
+    keep = key_index >= 0  # (B, T)
+    index = key_index.clamp(min=0)[:, None, :, None].expand(B, H, T, 1)
+    picked = weights.gather(-1, index)[..., 0]  # (B, H, T, S) -> (B, H, T)
+    keep = keep[:, None, :].expand(B, H, T)
+    total = picked.masked_fill(~keep, 0.0).sum(dim=(0, 2))  # (H,)
+    return total / keep.sum(dim=(0, 2)).clamp(min=1)
