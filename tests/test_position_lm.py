@@ -80,3 +80,27 @@ def test_t5_bias_is_shared_by_the_layers_and_alibi_has_no_parameters():
 def test_unknown_scheme_is_rejected():
     with pytest.raises(ValueError, match="position='absolute'"):
         PositionLM(PositionLMConfig(vocab_size=5, position="absolute"))
+
+
+def test_after_the_same_seed_the_shared_weights_are_identical():
+    reference = _model("none").state_dict()
+    for position in SCHEMES:
+        state = _model(position, max_len=16).state_dict()
+        for name, value in reference.items():
+            assert torch.equal(state[name], value), (position, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("position", SCHEMES)
+def test_every_scheme_runs_on_cuda_under_bfloat16_autocast(position):
+    from transformer_book.device import autocast
+
+    model = _model(position, max_len=32)
+    idx = torch.randint(11, (3, 20))
+    reference = model(idx)
+    model, idx = model.cuda(), idx.cuda()
+    with autocast("cuda"):
+        logits = model(idx)
+    assert logits.device.type == "cuda"
+    torch.testing.assert_close(logits.float().cpu(), reference, atol=0.1, rtol=0.1)

@@ -91,15 +91,17 @@ class PositionLM(nn.Module):
             raise ValueError(f"position={cfg.position!r} is not one of {SCHEMES}")
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+        # Created last, so that after the same seed every scheme starts from the
+        # same weights in the parts the schemes share.
         if cfg.position == "learned":
             self.learned = LearnedPositionalEmbedding(cfg.max_len, cfg.d_model)
         if cfg.position == "t5":  # one bias table shared by all layers, as in T5
             self.t5_bias = RelativePositionBias(
                 cfg.n_heads, False, cfg.num_buckets, cfg.max_distance
             )
-        self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
 
     def position_bias(self, t: int, device: torch.device) -> Tensor | None:
         """The (H, T, T) bias on the scores, for "t5" and "alibi"; else None."""

@@ -25,6 +25,12 @@ from .ch04_positional import (
     check_rope,
     check_sinusoidal_table,
 )
+from .ch05_transformer import (
+    check_beam_search,
+    check_decoder_block_forward,
+    check_decoder_masks,
+    check_noam_lr,
+)
 
 __all__ = [
     "check_gradient_ratio",
@@ -39,4 +45,8 @@ __all__ = [
     "check_alibi_slopes",
     "check_rope",
     "check_sinusoidal_table",
+    "check_noam_lr",
+    "check_decoder_masks",
+    "check_decoder_block_forward",
+    "check_beam_search",
 ]
