@@ -3,17 +3,23 @@
 Every chapter imports its building blocks from here, so that what the book shows is
 what the tests check. One module per concept:
 
-=================  ===========================================  ========
-module             what it holds                                chapter
-=================  ===========================================  ========
-``device``         device choice and seeding                    all
-``attention``      scaled dot-product and multi-head attention  2, 3
-``data``           toy tasks generated on the fly               1-5
-``train``          a short training loop and its history        1-5
-``plot``           figures in one style (CJK labels included)   all
-``source``         show a package object's source in a notebook all
-``exercises``      checkers for the coding exercises            all
-=================  ===========================================  ========
+================  ================================================  =======
+module            what it holds                                     chapter
+================  ================================================  =======
+``device``        device choice, seeding, bfloat16 autocast         all
+``recurrent``     readable RNN/LSTM, gradient-norm measurements     1
+``attention``     scaled dot-product and multi-head attention       2, 3
+``probe``         an attention-only model, head recording/ablation  3
+``positional``    sinusoidal, learned, T5, RoPE and ALiBi           4
+``position_lm``   a small language model with a switchable scheme   4
+``blocks``        encoder and decoder blocks, feed-forward          5
+``models``        the encoder-decoder Transformer, greedy decoding  5
+``data``          toy tasks generated on the fly                    1-5
+``train``         a short training loop, its history, schedules     1-5
+``plot``          figures in one style (CJK labels included)        all
+``source``        show a package object's source in a notebook      all
+``exercises``     checkers for the coding exercises                 all
+================  ================================================  =======
 """
 
 __version__ = "0.1.0"
