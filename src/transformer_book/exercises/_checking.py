@@ -37,11 +37,12 @@ def call(fn: Callable, *args, **kwargs):
 
 
 def checker(name: str) -> Callable:
-    """Decorate ``check(fn)``: run it, print the verdict, return True on success."""
+    """Decorate ``check(fn)``: run it and print the verdict (it raises on failure)."""
 
-    def decorate(check: Callable[[Callable], None]) -> Callable[[Callable], bool]:
+    def decorate(check: Callable[[Callable], None]) -> Callable[[Callable], None]:
         @functools.wraps(check)
-        def run(fn: Callable) -> bool:
+        def run(fn: Callable) -> None:
+            # Returns None, so that a notebook cell shows only the printed verdict.
             try:
                 check(fn)
             except NotAttempted:
@@ -49,9 +50,8 @@ def checker(name: str) -> Callable:
                     f"{name}: not attempted yet. Replace `raise NotImplementedError` "
                     "with your code and run the cell again."
                 )
-                return False
+                return
             print(f"{name}: all checks passed.")
-            return True
 
         return run
 
