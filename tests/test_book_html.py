@@ -107,6 +107,9 @@ def serve_cdn(route, unexpected: list[str]) -> None:
     parts = url.path.removeprefix("/npm/").split("/")
     n = 2 if parts[0].startswith("@") else 1
     path = VENDOR.joinpath(*parts[:n], *parts[n:])
+    if not path.exists() and path.name.endswith(".min.js"):
+        # jsdelivr minifies any file on request: require.min.js is require.js
+        path = path.with_name(path.name.removesuffix(".min.js") + ".js")
     if url.netloc == "cdn.jsdelivr.net" and path.is_file():
         suffix = path.suffix
         types = {
@@ -195,6 +198,10 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     page = context.new_page()
     page.on("console", on_console)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on(
+        "response",
+        lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None,
+    )
     page.goto(f"{server}/{page_path.relative_to(HTML).as_posix()}", wait_until="load")
     if page.locator(".math, span.math, div.math").count() > 0:
         page.wait_for_function(
