@@ -191,6 +191,10 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
         if message.type == "error":
             problems.append(f"console {message.type}: {message.text}")
 
+    def on_response(response) -> None:
+        if response.status >= 400:
+            problems.append(f"HTTP {response.status}: {response.url}")
+
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.route(
         re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda r: serve_cdn(r, unexpected)
@@ -198,10 +202,7 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     page = context.new_page()
     page.on("console", on_console)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on(
-        "response",
-        lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None,
-    )
+    page.on("response", on_response)
     page.goto(f"{server}/{page_path.relative_to(HTML).as_posix()}", wait_until="load")
     if page.locator(".math, span.math, div.math").count() > 0:
         page.wait_for_function(
