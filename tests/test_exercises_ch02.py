@@ -13,25 +13,6 @@ from transformer_book.exercises import (
 )
 
 
-def not_attempted(*args, **kwargs):
-    raise NotImplementedError
-
-
-def crashes(*args, **kwargs):
-    raise RuntimeError("boom")
-
-
-@pytest.mark.parametrize(
-    "check",
-    [check_scaled_dot_product_attention, check_masked_softmax, check_causal_mask],
-)
-def test_stub_is_reported_as_not_attempted_and_crash_as_assertion(check, capsys):
-    assert check(not_attempted) is None
-    assert "not attempted yet" in capsys.readouterr().out
-    with pytest.raises(AssertionError, match="RuntimeError: boom"):
-        check(crashes)
-
-
 def test_attention_checker_accepts_the_package_and_output_only_answers(capsys):
     check_scaled_dot_product_attention(scaled_dot_product_attention)
     check_scaled_dot_product_attention(

@@ -12,25 +12,6 @@ from transformer_book.exercises import (
 )
 from transformer_book.positional import alibi_slopes, apply_rope, sinusoidal_encoding
 
-
-def not_attempted(*args, **kwargs):
-    raise NotImplementedError
-
-
-def crashes(*args, **kwargs):
-    raise RuntimeError("boom")
-
-
-@pytest.mark.parametrize(
-    "check", [check_sinusoidal_table, check_rope, check_alibi_slopes]
-)
-def test_stub_is_reported_as_not_attempted_and_crash_as_assertion(check, capsys):
-    assert check(not_attempted) is None
-    assert "not attempted yet" in capsys.readouterr().out
-    with pytest.raises(AssertionError, match="RuntimeError: boom"):
-        check(crashes)
-
-
 # ---------------------------------------------------------------- sinusoidal
 
 

@@ -13,25 +13,6 @@ from transformer_book.exercises import (
     check_noam_lr,
 )
 
-CHECKS = [check_noam_lr, check_decoder_masks, check_decoder_block_forward]
-
-
-def not_attempted(*args, **kwargs):
-    raise NotImplementedError
-
-
-def crashes(*args, **kwargs):
-    raise RuntimeError("boom")
-
-
-@pytest.mark.parametrize("check", [*CHECKS, check_beam_search])
-def test_stub_is_reported_as_not_attempted_and_crash_as_assertion(check, capsys):
-    assert check(not_attempted) is None
-    assert "not attempted yet" in capsys.readouterr().out
-    with pytest.raises(AssertionError, match="RuntimeError: boom"):
-        check(crashes)
-
-
 # -- Exercise 5.1: the warm-up schedule ------------------------------------------
 
 
