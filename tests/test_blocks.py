@@ -16,20 +16,20 @@ def randn(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-def torch_encoder(norm_first, activation="relu", seed=0):
+def torch_layer(layer_class, norm_first, activation="relu", seed=0):
     torch.manual_seed(seed)
-    return nn.TransformerEncoderLayer(
+    return layer_class(
         D, H, D_FF, dropout=0.0, activation=activation, batch_first=True,
         norm_first=norm_first,
     )  # fmt: skip
+
+
+def torch_encoder(norm_first, activation="relu", seed=0):
+    return torch_layer(nn.TransformerEncoderLayer, norm_first, activation, seed)
 
 
 def torch_decoder(norm_first, activation="relu", seed=0):
-    torch.manual_seed(seed)
-    return nn.TransformerDecoderLayer(
-        D, H, D_FF, dropout=0.0, activation=activation, batch_first=True,
-        norm_first=norm_first,
-    )  # fmt: skip
+    return torch_layer(nn.TransformerDecoderLayer, norm_first, activation, seed)
 
 
 def perturb_norms(layer):

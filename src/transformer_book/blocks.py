@@ -122,17 +122,8 @@ class EncoderBlock(nn.Module):
         ``m`` must use ``bias=True`` and a relu or gelu activation. The copy is
         batch-first whatever ``m.self_attn.batch_first`` says.
         """
-        if m.linear1.bias is None:
-            raise ValueError("from_torch supports layers built with bias=True")
-        new = cls(
-            m.self_attn.embed_dim,
-            m.self_attn.num_heads,
-            m.linear1.out_features,
-            dropout=m.dropout.p,
-            norm_first=m.norm_first,
-            activation=_activation_name(m.activation),
-            layer_norm_eps=m.norm1.eps,
-        ).to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
+        new = cls(**_torch_layer_arguments(m))
+        new = new.to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
         new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
         _copy_feed_forward_and_norms(new, m, n_norms=2)
         return new
@@ -217,21 +208,27 @@ class DecoderBlock(nn.Module):
         batch-first. Masks: ``m(x, memory, tgt_mask=~self_mask,
         memory_mask=~memory_mask)`` equals ``copy(x, memory, self_mask, memory_mask)``.
         """
-        if m.linear1.bias is None:
-            raise ValueError("from_torch supports layers built with bias=True")
-        new = cls(
-            m.self_attn.embed_dim,
-            m.self_attn.num_heads,
-            m.linear1.out_features,
-            dropout=m.dropout.p,
-            norm_first=m.norm_first,
-            activation=_activation_name(m.activation),
-            layer_norm_eps=m.norm1.eps,
-        ).to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
+        new = cls(**_torch_layer_arguments(m))
+        new = new.to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
         new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
         new.cross_attn = MultiHeadAttention.from_torch(m.multihead_attn)
         _copy_feed_forward_and_norms(new, m, n_norms=3)
         return new
+
+
+def _torch_layer_arguments(m: nn.Module) -> dict:
+    """The constructor arguments of a PyTorch encoder or decoder layer ``m``."""
+    if m.linear1.bias is None:
+        raise ValueError("from_torch supports layers built with bias=True")
+    return dict(
+        d_model=m.self_attn.embed_dim,
+        n_heads=m.self_attn.num_heads,
+        d_ff=m.linear1.out_features,
+        dropout=m.dropout.p,
+        norm_first=m.norm_first,
+        activation=_activation_name(m.activation),
+        layer_norm_eps=m.norm1.eps,
+    )
 
 
 def _copy_feed_forward_and_norms(new: nn.Module, m: nn.Module, n_norms: int) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-__all__ = ["source_of", "show_source"]
+__all__ = ["Source", "source_of", "show_source"]
 
 
 def source_of(obj: object) -> str:
@@ -20,16 +20,27 @@ def source_of(obj: object) -> str:
         raise ValueError(f"cannot find the source of {obj!r}: {err}") from None
 
 
-def show_source(obj: object):
-    """Display ``obj``'s source as a highlighted Python block in the notebook.
+class Source:
+    """A package object's source, shown as a highlighted Python block.
 
-    Returns an ``IPython.display.Markdown`` object, which Jupyter, Colab and the
-    HTML book all render as a code block; outside IPython it prints the source.
+    Jupyter, Colab and the HTML book render the Markdown form; the plain-text
+    form is the source itself, so nbval, which compares text, notices when a
+    committed notebook shows code that the package no longer has.
     """
-    text = source_of(obj)
-    try:
-        from IPython.display import Markdown
-    except ImportError:
-        print(text)
-        return None
-    return Markdown(f"```python\n{text}```")
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self.text}```"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def show_source(obj: object) -> Source:
+    """The source of a package function, class or method, for display in a notebook.
+
+    >>> show_source(causal_mask)  # the last line of a cell: rendered as code
+    """
+    return Source(source_of(obj))
