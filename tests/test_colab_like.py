@@ -1,14 +1,21 @@
-"""Run every chapter the way a Colab reader does: from the built package alone.
+"""Run every chapter the way a reader on another machine does: from the wheel alone.
 
 The package is built as a wheel and installed into a clean virtual environment that
-holds the pinned torch, then only what the wheel itself declares, plus the kernel
-that Colab provides (ipykernel) and nbclient to drive it. Each notebook is then
-executed alone in an empty temporary folder, so a chapter that reads a file from the
-repository, or imports something the package does not declare, fails here.
+holds the pinned torch, then only what the wheel itself declares (at the versions
+of requirements.txt), plus the kernel that Colab provides (ipykernel) and nbval to
+drive it. Each notebook is then executed alone in an empty temporary folder, so a
+chapter that reads a file from the repository, or imports something the package does
+not declare, fails here.
+
+nbval compares every output with the committed one, under the numeric configuration
+that this process was started with: `make colab` passes the Makefile's ALT_NUMERICS
+(other kernels, one thread), so the same run also proves that no committed output
+depends on the CPU's kernels or thread count.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -23,13 +30,15 @@ from toc_notebooks import toc_notebooks  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-RUNNER = """
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, timeout=600, kernel_name="python3").execute()
-print("executed", sys.argv[1])
-"""
+SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+# The variables that choose kernels and threads, passed on to the clean environment
+NUMERICS = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "DNNL_MAX_CPU_ISA",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
 
 
 def pinned(name: str) -> str:
@@ -60,9 +69,10 @@ def clean_python(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(tmp / "env")], check=True)
     python = tmp / "env" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pins = ["-c", str(ROOT / "requirements.txt")]  # the versions the outputs come from
     subprocess.run([*pip, pinned("torch")], check=True)
-    subprocess.run([*pip, str(wheel)], check=True)
-    subprocess.run([*pip, "ipykernel", "nbclient"], check=True)  # what Colab runs on
+    subprocess.run([*pip, *pins, str(wheel)], check=True)
+    subprocess.run([*pip, *pins, "ipykernel", "nbval", "pytest"], check=True)
     return python
 
 
@@ -84,11 +94,18 @@ def test_the_wheel_holds_the_package_and_declares_loose_floors(clean_python):
 
 
 @pytest.mark.parametrize("notebook", toc_notebooks(), ids=lambda p: p.stem)
-def test_notebook_runs_alone_in_an_empty_folder(clean_python, notebook, tmp_path):
+def test_notebook_runs_alone_with_its_outputs(clean_python, notebook, tmp_path):
     copy = tmp_path / notebook.name
     shutil.copy(notebook, copy)
+    numerics = {name: os.environ[name] for name in NUMERICS if name in os.environ}
     result = subprocess.run(
-        [str(clean_python), "-c", RUNNER, str(copy)],
+        [
+            str(clean_python),
+            *("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", "."),
+            "--nbval",
+            *("--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE)),
+            copy.name,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -96,6 +113,9 @@ def test_notebook_runs_alone_in_an_empty_folder(clean_python, notebook, tmp_path
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
             "TRANSFORMER_BOOK_QUIET": "1",
+            **numerics,
         },
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, (
+        f"under {numerics or 'the default numerics'}:\n{result.stdout[-5000:]}"
+    )
