@@ -163,7 +163,7 @@ def test_bad_input():
         small_config(n_layers=0)
     model = model_for()
     src = torch.ones(2, 4, dtype=torch.long)
-    with pytest.raises(ValueError, match="integer token ids"):
+    with pytest.raises(TypeError, match="integer token ids"):
         model(src.float(), src)
     with pytest.raises(ValueError, match="max_len=8"):
         model(torch.ones(2, 9, dtype=torch.long), src)

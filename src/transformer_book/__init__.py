@@ -7,7 +7,9 @@ what the tests check. One module per concept:
 module            what it holds                                     chapter
 ================  ================================================  =======
 ``device``        device choice, seeding, bfloat16 autocast         all
-``recurrent``     readable RNN/LSTM, gradient-norm measurements     1
+``recurrent``     readable RNN/LSTM, unrolled step by step          1
+``measure``       gradient norms, spectral radius, saved memory     1
+``classifiers``   the LSTM and attention classifiers of recall      1
 ``attention``     scaled dot-product and multi-head attention       2, 3
 ``probe``         an attention-only model, head recording/ablation  3
 ``positional``    sinusoidal, learned, T5, RoPE and ALiBi           4

@@ -17,6 +17,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._validate import (
+    check_attention,
+    check_device,
+    check_int,
+    check_like_module,
+    check_mask,
+    check_probability,
+    check_same_batch,
+    check_tensor,
+)
+
 __all__ = [
     "scaled_dot_product_attention",
     "fused_scaled_dot_product_attention",
@@ -24,44 +35,6 @@ __all__ = [
     "padding_mask",
     "MultiHeadAttention",
 ]
-
-
-def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if x.dim() < 2:
-            raise ValueError(
-                f"{name} must have shape (..., T, D), got {tuple(x.shape)}"
-            )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same last dimension d_k: q has shape "
-            f"{tuple(q.shape)}, k has shape {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions: k has shape "
-            f"{tuple(k.shape)}, v has shape {tuple(v.shape)}"
-        )
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the batch dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} and "
-            f"v {tuple(v.shape)} do not broadcast"
-        ) from None
-
-
-def _check_extra(name: str, x: Tensor, scores_shape: torch.Size) -> None:
-    """A mask or bias must broadcast to the scores without enlarging them."""
-    try:
-        fits = torch.broadcast_shapes(x.shape, scores_shape) == scores_shape
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"{name} of shape {tuple(x.shape)} does not broadcast to the attention "
-            f"scores of shape {tuple(scores_shape)} (..., Tq, Tk)"
-        )
 
 
 def scaled_dot_product_attention(
@@ -80,42 +53,47 @@ def scaled_dot_product_attention(
         bias: float, broadcastable to (..., Tq, Tk), added to the scaled scores
         returns output (..., Tq, Dv) and weights (..., Tq, Tk)
 
-    The softmax runs in (at least) float32 whatever the input dtype, and masked
-    scores are filled with that type's minimum rather than ``-1e9`` (which is
-    ``-inf`` in float16): half-precision inputs keep their dtype and never
-    overflow. A query row with no allowed key gets zero weights and a zero output,
-    never NaN.
+    The scores and the softmax run in (at least) float32 whatever the input dtype:
+    q and k are cast before their product, which in float16 would pass 65504 (and
+    turn into inf) for inputs of size about 32 at d_k = 64. Blocked scores are
+    filled with float32's minimum rather than ``-1e9`` (which is ``-inf`` in
+    float16), so half-precision inputs keep their dtype and never overflow.
+    A ``-inf`` in ``bias`` blocks its key as a False in ``mask`` does (PyTorch's
+    float-mask convention). A query row with no allowed key gets zero weights and a
+    zero output, never NaN (for finite q, k, v).
     ``dropout_p`` drops weights (as in training); the weights returned are the ones
     that were applied.
     """
-    _check_qkv(q, k, v)
-    scores_shape = torch.Size(
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
-    )
-    if mask is not None:
-        if mask.dtype != torch.bool:
-            raise TypeError(
-                f"mask must be a bool tensor (True = may attend), got {mask.dtype}"
-            )
-        _check_extra("mask", mask, scores_shape)
-    if bias is not None:
-        _check_extra("bias", bias, scores_shape)
-
+    check_attention(q, k, v, mask, bias, dropout_p)
     d_k = q.shape[-1]
     acc = torch.promote_types(q.dtype, torch.float32)  # at least float32: no overflow
+    q, k = q.to(acc), k.to(acc)  # before the product: float16's q·k overflows
     scores = (q @ k.transpose(-2, -1)).to(acc) / math.sqrt(d_k)  # (..., Tq, Tk)
-    if bias is not None:
-        scores = scores + bias.to(acc)
+    blocked = torch.finfo(acc).min  # not -1e9, which is -inf in float16
+    if bias is not None:  # a -inf in the bias blocks its key, as the mask does
+        bias = bias.to(acc).clamp(min=blocked)  # -inf would make NaN of a full row
+        scores = scores + bias
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(acc).min)
+        scores = scores.masked_fill(~mask, blocked)
     weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        # A row whose keys are all masked would otherwise spread its weight evenly.
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    if mask is not None or bias is not None:
+        # A row whose keys are all blocked would otherwise spread its weight evenly.
+        weights = weights.masked_fill(_no_key(mask, bias, blocked), 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     weights = weights.to(v.dtype)
     return weights @ v, weights  # (..., Tq, Tk) @ (..., Tk, Dv) -> (..., Tq, Dv)
+
+
+def _no_key(mask: Tensor | None, bias: Tensor | None, blocked: float) -> Tensor:
+    """(..., Tq, 1) True for the query rows where every key is blocked.
+
+    Read from the mask and the bias, not from the (larger) scores.
+    """
+    allowed = mask if bias is None else bias > blocked
+    if mask is not None and bias is not None:
+        allowed = mask & allowed
+    return ~allowed.any(dim=-1, keepdim=True)
 
 
 def fused_scaled_dot_product_attention(
@@ -132,17 +110,9 @@ def fused_scaled_dot_product_attention(
 
     Shapes: as :func:`scaled_dot_product_attention`; returns (..., Tq, Dv).
     """
-    _check_qkv(q, k, v)
+    check_attention(q, k, v, mask, None, dropout_p)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask must be a bool tensor (True = may attend), got {mask.dtype}"
-        )
-    scores_shape = torch.Size(
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
-    )
-    _check_extra("mask", mask, scores_shape)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     has_key = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
     return out.masked_fill(~has_key, 0.0)
@@ -150,8 +120,8 @@ def fused_scaled_dot_product_attention(
 
 def causal_mask(t: int, device: torch.device | str | None = None) -> Tensor:
     """(t, t) bool mask, True on and below the diagonal: position i sees 0..i."""
-    if t < 1:
-        raise ValueError(f"t must be positive, got {t}")
+    t = check_int("t", t, minimum=1)
+    check_device("device", device)
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()
 
 
@@ -163,9 +133,12 @@ def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
     ``mask[:, None]`` (``MultiHeadAttention`` does this itself).
     """
     lengths = torch.as_tensor(lengths)
+    check_tensor("lengths", lengths, "int")
     if lengths.dim() != 1:
         raise ValueError(f"lengths must have shape (B,), got {tuple(lengths.shape)}")
-    t = int(lengths.max()) if max_len is None else max_len
+    if max_len is None and lengths.numel() == 0:
+        raise ValueError("lengths is empty: pass max_len to size the mask")
+    t = int(lengths.max()) if max_len is None else check_int("max_len", max_len, 0)
     if (lengths < 0).any() or (lengths > t).any():
         raise ValueError(f"lengths must lie in [0, {t}], got {lengths.tolist()}")
     positions = torch.arange(t, device=lengths.device)  # (T,)
@@ -190,10 +163,14 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True
     ):
         super().__init__()
+        d_model, n_heads = (
+            check_int("d_model", d_model, 1),
+            check_int("n_heads", n_heads, 1),
+        )
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.dropout = dropout
+        self.dropout = check_probability("dropout", dropout)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -219,12 +196,7 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:
         key = query if key is None else key
         value = key if value is None else value
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x.dim() != 3 or x.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{name} must have shape (B, T, d_model={self.d_model}), "
-                    f"got {tuple(x.shape)}"
-                )
+        self._check_inputs(query, key, value, mask)
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (B, T, S) -> (B, 1, T, S), shared by the heads
         q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)
@@ -237,14 +209,48 @@ class MultiHeadAttention(nn.Module):
         out = self.out_proj(self.merge_heads(heads))  # (B, H, T, Dh) -> (B, T, D)
         return (out, weights) if need_weights else out
 
+    def _check_inputs(self, query, key, value, mask, mask_name="mask") -> None:
+        weight = self.q_proj.weight
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_tensor(name, x, "float")
+            if x.dim() != 3 or x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (B, T, d_model={self.d_model}), "
+                    f"got {tuple(x.shape)}"
+                )
+            check_like_module(name, x, weight)
+        check_same_batch(("query", "key"), query, key)
+        check_same_batch(("key", "value"), key, value)
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key {tuple(key.shape)} and value {tuple(value.shape)} must have "
+                "the same number of positions S"
+            )
+        self._check_mask(mask_name, mask, query.shape[0], query.shape[1], key.shape[1])
+
+    def _check_mask(self, name: str, mask, batch: int, t_q: int, t_k: int) -> None:
+        """``mask`` fits (B, T, S) if 3-D, else (B, H, T, S); named as the caller's."""
+        if mask is None:
+            return
+        check_tensor(name, mask, "bool")
+        if mask.dim() == 3:
+            check_mask(name, mask, (batch, t_q, t_k), "(B, T, S)")
+        else:
+            check_mask(name, mask, (batch, self.n_heads, t_q, t_k), "(B, H, T, S)")
+
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
         """A copy of ``nn.MultiheadAttention`` ``m`` with the same weights.
 
         Only the common configuration is supported: equal query/key/value widths,
         no ``add_bias_kv`` and no ``add_zero_attn``. Remember the mask convention:
-        ``m(..., attn_mask=~mask)`` equals ``copy(..., mask=mask)``.
+        ``m(..., attn_mask=~mask)`` equals ``copy(..., mask=mask)``. The copy is
+        batch-first whatever ``m.batch_first`` says, and in ``m``'s train/eval mode.
         """
+        if not isinstance(m, nn.MultiheadAttention):
+            raise TypeError(
+                f"m must be an nn.MultiheadAttention, got {type(m).__name__}"
+            )
         if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
             raise ValueError(
                 "from_torch supports nn.MultiheadAttention with kdim = vdim = "
@@ -267,4 +273,4 @@ class MultiHeadAttention(nn.Module):
                 ):
                     proj.bias.copy_(b)
                 new.out_proj.bias.copy_(m.out_proj.bias)
-        return new
+        return new.train(m.training)

@@ -19,6 +19,14 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._validate import (
+    check_int,
+    check_like_module,
+    check_probability,
+    check_real,
+    check_same_batch,
+    check_tensor,
+)
 from .attention import MultiHeadAttention
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
@@ -48,6 +56,9 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"
     ):
         super().__init__()
+        self.d_model = check_int("d_model", d_model, minimum=1)
+        check_int("d_ff", d_ff, minimum=1)
+        check_probability("dropout", dropout)
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
         self.activation = activation
@@ -56,15 +67,27 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
+        _check_sequence("x", x, self.d_model, self.linear1.weight, any_rank=True)
         hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # (B,T,D) -> (B,T,F)
         return self.linear2(self.dropout(hidden))  # (B, T, F) -> (B, T, D)
 
 
-def _check_sequence(name: str, x: Tensor, d_model: int) -> None:
-    if x.dim() != 3 or x.shape[-1] != d_model:
+def _check_sequence(
+    name: str, x: Tensor, d_model: int, weight: Tensor, any_rank: bool = False
+) -> None:
+    """``x`` is (B, T, D), or (..., D) if ``any_rank``, and fits the module's weight."""
+    check_tensor(name, x, "float")
+    if (x.dim() < 1 if any_rank else x.dim() != 3) or x.shape[-1] != d_model:
+        axes = "..." if any_rank else "B, T"
         raise ValueError(
-            f"{name} must have shape (B, T, d_model={d_model}), got {tuple(x.shape)}"
+            f"{name} must have shape ({axes}, d_model={d_model}), got {tuple(x.shape)}"
         )
+    check_like_module(name, x, weight)
+
+
+def _check_layer_arguments(dropout: float, layer_norm_eps: float) -> None:
+    check_probability("dropout", dropout)
+    check_real("layer_norm_eps", layer_norm_eps, low=0.0)
 
 
 class EncoderBlock(nn.Module):
@@ -91,6 +114,7 @@ class EncoderBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
     ):
         super().__init__()
+        _check_layer_arguments(dropout, layer_norm_eps)
         self.d_model, self.norm_first = d_model, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
@@ -106,7 +130,7 @@ class EncoderBlock(nn.Module):
         return self.dropout2(self.feed_forward(x))
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        _check_sequence("x", x, self.d_model)
+        _check_sequence("x", x, self.d_model, self.norm1.weight)
         if self.norm_first:
             x = x + self._self_attention(self.norm1(x), mask)
             x = x + self._feed_forward(self.norm2(x))
@@ -120,13 +144,14 @@ class EncoderBlock(nn.Module):
         """A copy of ``nn.TransformerEncoderLayer`` ``m`` with the same weights.
 
         ``m`` must use ``bias=True`` and a relu or gelu activation. The copy is
-        batch-first whatever ``m.self_attn.batch_first`` says.
+        batch-first whatever ``m.self_attn.batch_first`` says, and in ``m``'s
+        train/eval mode.
         """
-        new = cls(**_torch_layer_arguments(m))
+        new = cls(**_torch_layer_arguments(m, nn.TransformerEncoderLayer))
         new = new.to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
         new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
         _copy_feed_forward_and_norms(new, m, n_norms=2)
-        return new
+        return new.train(m.training)
 
 
 class DecoderBlock(nn.Module):
@@ -158,6 +183,7 @@ class DecoderBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
     ):
         super().__init__()
+        _check_layer_arguments(dropout, layer_norm_eps)
         self.d_model, self.norm_first = d_model, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
@@ -181,13 +207,7 @@ class DecoderBlock(nn.Module):
         memory_mask: Tensor | None = None,
         need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        _check_sequence("x", x, self.d_model)
-        _check_sequence("memory", memory, self.d_model)
-        if memory.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"x {tuple(x.shape)} and memory {tuple(memory.shape)} have "
-                "different batch sizes"
-            )
+        self._check_inputs(x, memory, self_mask, memory_mask)
         if self.norm_first:
             x = x + self.dropout1(self.self_attn(self.norm1(x), mask=self_mask))
             cross, weights = self._cross_attention(self.norm2(x), memory, memory_mask)
@@ -200,24 +220,35 @@ class DecoderBlock(nn.Module):
             x = self.norm3(x + self.dropout3(self.feed_forward(x)))
         return (x, weights) if need_weights else x
 
+    def _check_inputs(self, x, memory, self_mask, memory_mask) -> None:
+        _check_sequence("x", x, self.d_model, self.norm1.weight)
+        _check_sequence("memory", memory, self.d_model, self.norm1.weight)
+        check_same_batch(("x", "memory"), x, memory)
+        B, T, S = x.shape[0], x.shape[1], memory.shape[1]
+        self.self_attn._check_mask("self_mask", self_mask, B, T, T)
+        self.cross_attn._check_mask("memory_mask", memory_mask, B, T, S)
+
     @classmethod
     def from_torch(cls, m: nn.TransformerDecoderLayer) -> DecoderBlock:
         """A copy of ``nn.TransformerDecoderLayer`` ``m`` with the same weights.
 
         ``m`` must use ``bias=True`` and a relu or gelu activation. The copy is
-        batch-first. Masks: ``m(x, memory, tgt_mask=~self_mask,
-        memory_mask=~memory_mask)`` equals ``copy(x, memory, self_mask, memory_mask)``.
+        batch-first, and in ``m``'s train/eval mode. Masks: ``m(x, memory,
+        tgt_mask=~self_mask, memory_mask=~memory_mask)`` equals ``copy(x, memory,
+        self_mask, memory_mask)``.
         """
-        new = cls(**_torch_layer_arguments(m))
+        new = cls(**_torch_layer_arguments(m, nn.TransformerDecoderLayer))
         new = new.to(device=m.linear1.weight.device, dtype=m.linear1.weight.dtype)
         new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
         new.cross_attn = MultiHeadAttention.from_torch(m.multihead_attn)
         _copy_feed_forward_and_norms(new, m, n_norms=3)
-        return new
+        return new.train(m.training)
 
 
-def _torch_layer_arguments(m: nn.Module) -> dict:
+def _torch_layer_arguments(m: nn.Module, kind: type) -> dict:
     """The constructor arguments of a PyTorch encoder or decoder layer ``m``."""
+    if not isinstance(m, kind):
+        raise TypeError(f"m must be an nn.{kind.__name__}, got {type(m).__name__}")
     if m.linear1.bias is None:
         raise ValueError("from_torch supports layers built with bias=True")
     return dict(

@@ -7,6 +7,8 @@ import random
 import numpy as np
 import torch
 
+from ._validate import check_device, check_int
+
 __all__ = ["get_device", "set_seed", "autocast"]
 
 
@@ -22,8 +24,7 @@ def get_device() -> torch.device:
 
 def set_seed(seed: int) -> None:
     """Seed Python's, NumPy's and PyTorch's random generators (all devices)."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = check_int("seed", seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device
@@ -38,6 +39,9 @@ def autocast(device: torch.device | str):
     >>> with autocast(get_device()):
     ...     pass
     """
+    if device is None:
+        raise TypeError("device must be a torch.device or a string such as 'cpu'")
+    check_device("device", device)
     device = torch.device(device)
     return torch.autocast(
         device_type=device.type,

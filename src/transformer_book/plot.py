@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from matplotlib import font_manager
 
+from ._validate import check_real
+
 __all__ = ["use_book_style", "attention_heatmap", "plot_lines", "CJK_FONT"]
 
 CJK_FONT = "Noto Sans CJK SC"
@@ -64,10 +66,19 @@ def use_book_style() -> None:
     _STYLE_APPLIED = True
 
 
-def _to_numpy(x) -> np.ndarray:
+def _to_numpy(x, name: str) -> np.ndarray:
+    """``x`` (a tensor, an array or a list of numbers) as a float array."""
     if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
         return x.detach().float().cpu().numpy()
-    return np.asarray(x, dtype=float)
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a tensor, an array or a list of numbers, got "
+            f"{type(x).__name__}"
+        ) from None
 
 
 def attention_heatmap(
@@ -86,9 +97,15 @@ def attention_heatmap(
     most 12 x 12). Returns the axes.
     """
     use_book_style()
-    w = _to_numpy(weights)
-    if w.ndim != 2:
-        raise ValueError(f"weights must be a (Tq, Tk) matrix, got shape {w.shape}")
+    w = _to_numpy(weights, "weights")
+    if w.ndim != 2 or w.size == 0:
+        raise ValueError(
+            f"weights must be a non-empty (Tq, Tk) matrix, got shape {w.shape}"
+        )
+    if not np.isfinite(w).all():
+        raise ValueError("weights holds NaN or inf, which a heatmap cannot show")
+    if vmax is not None:
+        check_real("vmax", vmax, low=0.0, low_open=True)
     n_q, n_k = w.shape
     for name, toks, n in (
         ("query_tokens", query_tokens, n_q),
@@ -146,11 +163,13 @@ def plot_lines(
 ) -> plt.Axes:
     """One line per entry of ``ys`` (label -> values over ``x``), with a legend."""
     use_book_style()
+    if not isinstance(ys, Mapping):
+        raise TypeError(f"ys must map labels to values, got {type(ys).__name__}")
+    x = _to_numpy(x, "x")
     if ax is None:
         _, ax = plt.subplots()
-    x = _to_numpy(x)
     for label, y in ys.items():
-        y = _to_numpy(y)
+        y = _to_numpy(y, f"ys[{label!r}]")
         if y.shape != x.shape:
             raise ValueError(f"{label!r} has shape {y.shape}, x has shape {x.shape}")
         ax.plot(x, y, marker=marker, markersize=4, label=label)

@@ -16,6 +16,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from ._validate import (
+    check_broadcasts,
+    check_int,
+    check_like_module,
+    check_tensor,
+    check_token_ids,
+)
 from .attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from .positional import (
     LearnedPositionalEmbedding,
@@ -42,6 +49,21 @@ class PositionLMConfig:
     num_buckets: int = 32  # T5 buckets (only "t5")
     max_distance: int = 128  # T5: farther keys share the last bucket (only "t5")
 
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            check_int(name, getattr(self, name), minimum=1)
+        if self.position not in SCHEMES:
+            raise ValueError(f"position={self.position!r} is not one of {SCHEMES}")
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        if self.position == "rope" and (self.d_model // self.n_heads) % 2 != 0:
+            raise ValueError(
+                f"position='rope' turns pairs of a head's dimensions: d_head = "
+                f"d_model / n_heads = {self.d_model // self.n_heads} must be even"
+            )
+
 
 class PositionalSelfAttention(MultiHeadAttention):
     """Causal multi-head self-attention, with RoPE on q and k or a bias on scores.
@@ -50,14 +72,31 @@ class PositionalSelfAttention(MultiHeadAttention):
     """
 
     def forward(self, x: Tensor, bias: Tensor | None = None, rope: bool = False):
+        self._check_x_and_bias(x, bias)
         q = self.split_heads(self.q_proj(x))  # (B, T, D) -> (B, H, T, Dh)
         k = self.split_heads(self.k_proj(x))  # (B, T, D) -> (B, H, T, Dh)
         v = self.split_heads(self.v_proj(x))  # (B, T, D) -> (B, H, T, Dh)
         if rope:  # position enters by rotating q and k, never v
             q, k = apply_rope(q), apply_rope(k)
         mask = causal_mask(x.shape[1], device=x.device)  # (T, T)
-        heads, _ = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
+        dropout_p = self.dropout if self.training else 0.0
+        heads, _ = scaled_dot_product_attention(
+            q, k, v, mask=mask, bias=bias, dropout_p=dropout_p
+        )
         return self.out_proj(self.merge_heads(heads))  # (B, H, T, Dh) -> (B, T, D)
+
+    def _check_x_and_bias(self, x: Tensor, bias: Tensor | None) -> None:
+        check_tensor("x", x, "float")
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have shape (B, T, d_model={self.d_model}), got "
+                f"{tuple(x.shape)}"
+            )
+        check_like_module("x", x, self.q_proj.weight)
+        if bias is not None:
+            check_tensor("bias", bias, "float")
+            B, T = x.shape[:2]
+            check_broadcasts("bias", bias, (B, self.n_heads, T, T), "(B, H, T, T)")
 
 
 class _Block(nn.Module):
@@ -87,8 +126,8 @@ class PositionLM(nn.Module):
 
     def __init__(self, cfg: PositionLMConfig):
         super().__init__()
-        if cfg.position not in SCHEMES:
-            raise ValueError(f"position={cfg.position!r} is not one of {SCHEMES}")
+        if not isinstance(cfg, PositionLMConfig):
+            raise TypeError(f"cfg must be a PositionLMConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
@@ -112,7 +151,10 @@ class PositionLM(nn.Module):
         return None
 
     def forward(self, idx: Tensor) -> Tensor:
+        check_token_ids("idx", idx, self.cfg.vocab_size)
         t = idx.shape[1]
+        if t < 1:
+            raise ValueError(f"idx has no positions: shape {tuple(idx.shape)}")
         x = self.embed(idx)  # (B, T) -> (B, T, D)
         if self.cfg.position == "sinusoidal":
             x = x + sinusoidal_encoding(t, self.cfg.d_model).to(x.device)

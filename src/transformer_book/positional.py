@@ -20,6 +20,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ._validate import check_device, check_int, check_real, check_tensor
+
 __all__ = [
     "sinusoidal_encoding",
     "LearnedPositionalEmbedding",
@@ -39,10 +41,10 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
 
     Shapes: returns (max_len, d_model), float32.
     """
+    max_len = check_int("max_len", max_len, minimum=1)
+    d_model = check_int("d_model", d_model, minimum=1)
     if d_model % 2 != 0:
         raise ValueError(f"d_model={d_model} must be even for sinusoidal encodings")
-    if max_len < 1:
-        raise ValueError(f"max_len must be positive, got {max_len}")
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
     inv_freq = torch.exp(
         torch.arange(0, d_model, 2, dtype=torch.float32)
@@ -64,14 +66,17 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        if max_len < 1 or d_model < 1:
-            raise ValueError(
-                f"max_len={max_len} and d_model={d_model} must be positive"
-            )
-        self.max_len = max_len
+        self.max_len = check_int("max_len", max_len, minimum=1)
+        self.d_model = check_int("d_model", d_model, minimum=1)
         self.table = nn.Embedding(max_len, d_model)
 
     def forward(self, x: Tensor) -> Tensor:
+        check_tensor("x", x, "float")
+        if x.dim() < 2 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have shape (..., T, d_model={self.d_model}), got "
+                f"{tuple(x.shape)}"
+            )
         t = x.shape[-2]
         if t > self.max_len:
             missing = f"{self.max_len}" + (f"..{t - 1}" if t - 1 > self.max_len else "")
@@ -93,30 +98,54 @@ def apply_rope(
     (GPT-NeoX pairs dimension i with i + D/2 instead: the same rotation, with
     the dimensions permuted.)
 
-    Shapes: x (..., T, D), D even; positions (T,) or broadcastable to x's (..., T),
-    default ``arange(T)``; returns (..., T, D) in x's dtype.
+    Shapes: x (..., T, D), D even; positions (T,) or broadcastable to x's (..., T)
+    without enlarging it, default ``arange(T)``; returns (..., T, D) in x's dtype.
+    The rotation runs in float32, or in float64 for float64 inputs.
     """
+    positions = _rope_positions(x, positions, base)  # (..., T), checked
+    d = x.shape[-1]
+    acc = torch.promote_types(x.dtype, torch.float32)  # float64 stays float64
+    inv_freq = base ** (
+        -torch.arange(0, d, 2, device=x.device, dtype=acc) / d
+    )  # (D/2,) = θ_i
+    angle = positions.to(acc)[..., None] * inv_freq  # (..., T, 1) * (D/2,)
+    cos, sin = angle.cos(), angle.sin()  # (..., T, D/2)
+    x1, x2 = x.to(acc)[..., 0::2], x.to(acc)[..., 1::2]  # (..., T, D) -> (..., T, D/2)
+    rotated = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return rotated.flatten(-2).to(x.dtype)  # (..., T, D/2, 2) -> (..., T, D)
+
+
+def _rope_positions(x: Tensor, positions: Tensor | None, base: float) -> Tensor:
+    """The checked arguments of :func:`apply_rope`: its positions, as a tensor."""
+    check_tensor("x", x, "float")
     if x.dim() < 2:
         raise ValueError(f"x must have shape (..., T, D), got {tuple(x.shape)}")
     t, d = x.shape[-2], x.shape[-1]
     if d % 2 != 0:
         raise ValueError(f"the last dimension D={d} must be even to form pairs")
+    check_real("base", base, low=0.0, low_open=True)
     if positions is None:
-        positions = torch.arange(t, device=x.device)
+        return torch.arange(t, device=x.device)
     positions = torch.as_tensor(positions, device=x.device)
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(
+            f"positions must be an integer or float tensor, got dtype {positions.dtype}"
+        )
     if positions.dim() == 0 or positions.shape[-1] != t:
         raise ValueError(
             f"positions of shape {tuple(positions.shape)} do not match T={t} of x "
             f"{tuple(x.shape)}"
         )
-    inv_freq = base ** (
-        -torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d
-    )  # (D/2,) = θ_i
-    angle = positions.float()[..., None] * inv_freq  # (..., T, 1) * (D/2,)
-    cos, sin = angle.cos(), angle.sin()  # (..., T, D/2)
-    x1, x2 = x.float()[..., 0::2], x.float()[..., 1::2]  # (..., T, D) -> (..., T, D/2)
-    rotated = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
-    return rotated.flatten(-2).to(x.dtype)  # (..., T, D/2, 2) -> (..., T, D)
+    try:
+        fits = torch.broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} do not broadcast to x's "
+            f"(..., T) = {tuple(x.shape[:-1])}"
+        )
+    return positions
 
 
 def relative_position_bucket(
@@ -136,11 +165,15 @@ def relative_position_bucket(
     Shapes: relative_position (...) integer -> buckets (...) int64 in
     [0, num_buckets).
     """
+    num_buckets = check_int("num_buckets", num_buckets)
+    max_distance = check_int("max_distance", max_distance)
     if num_buckets < 2 or (bidirectional and num_buckets < 4):
-        raise ValueError(f"num_buckets={num_buckets} is too small")
+        raise ValueError(
+            f"num_buckets={num_buckets} is too small: at least "
+            f"{4 if bidirectional else 2} for bidirectional={bool(bidirectional)}"
+        )
     relative_position = torch.as_tensor(relative_position)
-    if relative_position.is_floating_point():
-        raise ValueError("relative_position must be an integer tensor")
+    check_tensor("relative_position", relative_position, "int")
     buckets = torch.zeros_like(relative_position, dtype=torch.long)
     if bidirectional:
         num_buckets //= 2
@@ -170,6 +203,7 @@ class RelativePositionBias(nn.Module):
     scores[h, i, j] += b[h, bucket(j - i)], one table shared by the layers.
 
     Shapes: forward(t_q, t_k) -> (H, Tq, Tk), to add to scores (B, H, Tq, Tk).
+    Queries sit at positions ``query_offset + 0 .. t_q - 1``, keys at ``0 .. t_k - 1``.
     """
 
     def __init__(
@@ -180,6 +214,7 @@ class RelativePositionBias(nn.Module):
         max_distance: int = 128,
     ):
         super().__init__()
+        n_heads = check_int("n_heads", n_heads, minimum=1)
         self.bidirectional = bidirectional
         self.num_buckets, self.max_distance = num_buckets, max_distance
         relative_position_bucket(torch.zeros(1, dtype=torch.long), **self._kw())
@@ -193,10 +228,13 @@ class RelativePositionBias(nn.Module):
             max_distance=self.max_distance,
         )
 
-    def forward(self, t_q: int, t_k: int | None = None) -> Tensor:
-        t_k = t_q if t_k is None else t_k
+    def forward(
+        self, t_q: int, t_k: int | None = None, query_offset: int = 0
+    ) -> Tensor:
+        # Cached decoding runs only the last queries: query_offset = t_k - t_q.
+        t_q, t_k, query_offset = _bias_sizes(t_q, t_k, query_offset)
         device = self.bias.weight.device
-        query = torch.arange(t_q, device=device)[:, None]  # (Tq, 1)
+        query = torch.arange(t_q, device=device)[:, None] + query_offset  # (Tq, 1)
         key = torch.arange(t_k, device=device)[None, :]  # (1, Tk)
         buckets = relative_position_bucket(key - query, **self._kw())  # (Tq, Tk)
         return self.bias(buckets).permute(2, 0, 1)  # (Tq, Tk, H) -> (H, Tq, Tk)
@@ -212,8 +250,7 @@ def alibi_slopes(n_heads: int) -> Tensor:
 
     Shapes: returns (n_heads,) float32.
     """
-    if not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    n_heads = check_int("n_heads", n_heads, minimum=1)
 
     def power_of_two(n: int) -> list[float]:
         start = 2.0 ** (-8.0 / n)
@@ -226,18 +263,33 @@ def alibi_slopes(n_heads: int) -> Tensor:
 
 
 def alibi_bias(
-    n_heads: int, t_q: int, t_k: int | None = None, device: torch.device | None = None
+    n_heads: int,
+    t_q: int,
+    t_k: int | None = None,
+    device: torch.device | None = None,
+    query_offset: int = 0,
 ) -> Tensor:
     """ALiBi's fixed bias -m_h·|i - j|: farther keys are penalised linearly.
 
     With a causal mask only keys j <= i are used, where this is the paper's
     -m_h·(i - j). No parameters: the slopes come from :func:`alibi_slopes`.
+    Queries sit at positions ``query_offset + 0 .. t_q - 1``, keys at
+    ``0 .. t_k - 1``: cached decoding, which runs only the last t_q queries,
+    passes ``query_offset = t_k - t_q`` and gets the full matrix's last rows.
 
     Shapes: returns (H, Tq, Tk), to add to scores (B, H, Tq, Tk).
     """
-    t_k = t_q if t_k is None else t_k
-    query = torch.arange(t_q, device=device)[:, None]  # (Tq, 1)
+    t_q, t_k, query_offset = _bias_sizes(t_q, t_k, query_offset)
+    check_device("device", device)
+    query = torch.arange(t_q, device=device)[:, None] + query_offset  # (Tq, 1)
     key = torch.arange(t_k, device=device)[None, :]  # (1, Tk)
     distance = (query - key).abs().float()  # (Tq, Tk)
     slopes = alibi_slopes(n_heads).to(device)  # (H,)
     return -slopes[:, None, None] * distance  # (H, 1, 1) * (Tq, Tk) -> (H, Tq, Tk)
+
+
+def _bias_sizes(t_q: int, t_k: int | None, query_offset: int) -> tuple[int, int, int]:
+    """The checked sizes of a relative bias; t_k defaults to t_q."""
+    t_q = check_int("t_q", t_q, minimum=0)
+    t_k = t_q if t_k is None else check_int("t_k", t_k, minimum=0)
+    return t_q, t_k, check_int("query_offset", query_offset, minimum=0)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from ._validate import check_broadcasts, check_int, check_tensor, check_token_ids
 from .attention import MultiHeadAttention
 
 __all__ = [
@@ -44,6 +45,25 @@ class ProbeConfig:
     n_heads: int = 2  # heads per layer; d_model must be divisible by it
     n_layers: int = 1  # attention layers, no feed-forward layers
 
+    def __post_init__(self):
+        if isinstance(self.vocab_sizes, (str, bytes)) or not hasattr(
+            self.vocab_sizes, "__len__"
+        ):
+            raise TypeError(
+                f"vocab_sizes must be a tuple of ints, got {self.vocab_sizes!r}"
+            )
+        if len(self.vocab_sizes) == 0:
+            raise ValueError("vocab_sizes must name at least one vocabulary, got ()")
+        for i, size in enumerate(self.vocab_sizes):
+            check_int(f"vocab_sizes[{i}]", size, minimum=1)
+        for name in ("max_len", "n_classes", "n_outputs", "d_model", "n_heads"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("n_layers", self.n_layers, minimum=1)
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+
 
 class AttentionOnlyClassifier(nn.Module):
     """Embeddings + learned positions, ``n_layers`` residual attention layers, and a
@@ -56,10 +76,8 @@ class AttentionOnlyClassifier(nn.Module):
 
     def __init__(self, cfg: ProbeConfig):
         super().__init__()
-        if not cfg.vocab_sizes or min(cfg.vocab_sizes) < 1:
-            raise ValueError(f"vocab_sizes must be positive, got {cfg.vocab_sizes}")
-        if min(cfg.max_len, cfg.n_classes, cfg.n_outputs, cfg.n_layers) < 1:
-            raise ValueError(f"sizes must be positive, got {cfg}")
+        if not isinstance(cfg, ProbeConfig):
+            raise TypeError(f"cfg must be a ProbeConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.embeddings = nn.ModuleList(
             nn.Embedding(v, cfg.d_model) for v in cfg.vocab_sizes
@@ -83,9 +101,20 @@ class AttentionOnlyClassifier(nn.Module):
                 f"expected {len(self.embeddings)} token tensors (one per vocabulary), "
                 f"got {len(tokens)}"
             )
+        for i, (ids, size) in enumerate(zip(tokens, self.cfg.vocab_sizes, strict=True)):
+            check_token_ids(f"tokens[{i}]", ids, size)
+            if ids.shape != tokens[0].shape:
+                raise ValueError(
+                    f"tokens[{i}] has shape {tuple(ids.shape)}, tokens[0] has "
+                    f"{tuple(tokens[0].shape)}: every stream needs the same (B, T)"
+                )
         T = tokens[0].shape[-1]
         if T > self.cfg.max_len:
             raise ValueError(f"sequence length {T} exceeds max_len={self.cfg.max_len}")
+        if T < 1:
+            raise ValueError(
+                f"tokens have no positions: shape {tuple(tokens[0].shape)}"
+            )
         x = self.positions[:T]  # (T, D)
         for table, ids in zip(self.embeddings, tokens, strict=True):
             x = x + table(ids)  # (B, T) -> (B, T, D)
@@ -110,8 +139,18 @@ class AttentionOnlyClassifier(nn.Module):
         return torch.stack(maps)  # (L, B, H, T, T)
 
 
+def _check_mha(mha: object) -> None:
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be a MultiHeadAttention, got {type(mha).__name__}")
+
+
 def _check_heads(mha: MultiHeadAttention, heads: Iterable[int]) -> list[int]:
-    heads = sorted(set(int(h) for h in heads))
+    _check_mha(mha)
+    if isinstance(heads, Tensor):
+        heads = heads.tolist()
+    if not isinstance(heads, Iterable) or isinstance(heads, (str, bytes)):
+        raise TypeError(f"heads must be an iterable of ints, got {heads!r}")
+    heads = sorted(set(check_int("heads", h) for h in heads))
     bad = [h for h in heads if not 0 <= h < mha.n_heads]
     if bad:
         raise ValueError(
@@ -127,6 +166,7 @@ def record_heads(mha: MultiHeadAttention) -> Iterator[list[Tensor]]:
 
     Shapes: each entry is (B, H, T, Dh), detached.
     """
+    _check_mha(mha)
     recorded: list[Tensor] = []
 
     def hook(module: nn.Module, args: tuple[Tensor, ...]) -> None:
@@ -153,13 +193,14 @@ def ablate_heads(
     Shapes: mean broadcastable to (B, H, T, Dh), e.g. (H, T, Dh) or (H, 1, Dh).
     """
     heads = _check_heads(mha, heads)
+    _check_mean(mha, mean)
 
     def hook(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor]:
         split = mha.split_heads(args[0]).clone()  # (B, T, D) -> (B, H, T, Dh)
         if mean is None:
             split[:, heads] = 0.0
         else:
-            fill = torch.broadcast_to(mean, split.shape).to(split.dtype)
+            fill = _broadcast_mean(mean, split.shape).to(split.dtype)
             split[:, heads] = fill[:, heads]
         return (mha.merge_heads(split),)  # (B, H, T, Dh) -> (B, T, D)
 
@@ -168,6 +209,25 @@ def ablate_heads(
         yield
     finally:
         handle.remove()
+
+
+def _check_mean(mha: MultiHeadAttention, mean: Tensor | None) -> None:
+    if mean is None:
+        return
+    check_tensor("mean", mean, "float")
+    fits = mean.dim() <= 4 and mean.shape[-1:] in ((1,), (mha.d_head,))
+    if fits and mean.dim() >= 3:
+        fits = mean.shape[-3] in (1, mha.n_heads)
+    if not fits:
+        raise ValueError(
+            f"mean of shape {tuple(mean.shape)} does not broadcast to (B, "
+            f"H={mha.n_heads}, T, Dh={mha.d_head}); e.g. (H, T, Dh) or (H, 1, Dh)"
+        )
+
+
+def _broadcast_mean(mean: Tensor, shape: torch.Size) -> Tensor:
+    check_broadcasts("mean", mean, tuple(shape), "the heads' outputs (B, H, T, Dh)")
+    return torch.broadcast_to(mean, shape)
 
 
 def attention_on(weights: Tensor, key_index: Tensor) -> Tensor:
@@ -179,11 +239,21 @@ def attention_on(weights: Tensor, key_index: Tensor) -> Tensor:
 
     Shapes: weights (B, H, T, S), key_index (B, T) or (T,); returns (H,).
     """
+    check_tensor("weights", weights, "float")
     if weights.dim() != 4:
         raise ValueError(f"weights must be (B, H, T, S), got {tuple(weights.shape)}")
-    B, H, T, _ = weights.shape
-    key_index = torch.as_tensor(key_index, device=weights.device).expand(B, T)
+    B, H, T, S = weights.shape
+    key_index = torch.as_tensor(key_index, device=weights.device)
+    check_tensor("key_index", key_index, "int")
+    check_broadcasts("key_index", key_index, (B, T), "(B, T)")
+    key_index = key_index.expand(B, T)
     keep = key_index >= 0  # (B, T)
+    if not keep.any():
+        raise ValueError("key_index leaves out every query (all negative or empty)")
+    if (key_index >= S).any():
+        raise ValueError(
+            f"key_index holds {int(key_index.max())}, but weights has only S={S} keys"
+        )
     index = key_index.clamp(min=0)[:, None, :, None].expand(B, H, T, 1)
     picked = weights.gather(-1, index)[..., 0]  # (B, H, T, S) -> (B, H, T)
     keep = keep[:, None, :].expand(B, H, T)

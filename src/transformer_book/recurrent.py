@@ -7,19 +7,28 @@ The step functions and the unrolled modules are the readable versions of
 ``nn.RNN`` and ``nn.LSTM`` (same parameter names, same gate order, and a
 ``from_torch`` that copies the weights), so a test can prove they compute the same
 thing. The measurement helpers (:func:`jacobian_norms`, :func:`spectral_radius`,
-:func:`saved_tensor_bytes`) and the two small classifiers of the long-range
-experiment serve the chapter's three questions: speed, gradients, memory.
+:func:`saved_tensor_bytes`, in :mod:`transformer_book.measure`) and the two small
+classifiers of the long-range experiment (in :mod:`transformer_book.classifiers`)
+serve the chapter's three questions: speed, gradients, memory; they are imported
+here too, so ``from transformer_book.recurrent import jacobian_norms`` works.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from ._validate import autocast_enabled, check_int, check_like_module, check_tensor
+from .classifiers import AttentionClassifier, LSTMClassifier
+from .measure import (
+    jacobian_norms,
+    rescale_spectral_radius,
+    saved_tensor_bytes,
+    spectral_radius,
+)
 
 __all__ = [
     "rnn_step",
@@ -60,6 +69,7 @@ def rnn_step(
         raise ValueError(
             f"nonlinearity must be one of {sorted(_ACTIVATIONS)}, got {nonlinearity!r}"
         )
+    _check_step(1, x_t, h_prev, None, weight_ih, weight_hh, bias_ih, bias_hh)
     z = x_t @ weight_ih.T + h_prev @ weight_hh.T  # (B, D) @ (D, H) -> (B, H)
     if bias_ih is not None:
         z = z + bias_ih
@@ -88,6 +98,7 @@ def lstm_step(
         x_t: (B, D)   h_prev, c_prev: (B, H)   weight_ih: (4H, D)   weight_hh: (4H, H)
         bias_ih, bias_hh: (4H,)   returns (h_t, c_t), each (B, H)
     """
+    _check_step(4, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, bias_hh)
     gates = x_t @ weight_ih.T + h_prev @ weight_hh.T  # (B, 4H)
     if bias_ih is not None:
         gates = gates + bias_ih
@@ -99,14 +110,86 @@ def lstm_step(
     return h_t, c_t
 
 
-def _check_input(x: Tensor, d_input: int) -> None:
+def _check_step(n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, bias_hh):
+    """The arguments of one step: every shape follows from x_t (B, D), h_prev (B, H).
+
+    A step runs T times per sequence, so the valid case costs a few comparisons;
+    only a failing call builds the message (in :func:`_explain_step`).
+    """
+    try:
+        (B, D), H = x_t.shape, h_prev.shape[1]
+        G, dtype = n_gates * H, x_t.dtype
+        valid = (
+            x_t.is_floating_point()
+            and h_prev.shape == (B, H)
+            and weight_ih.shape == (G, D)
+            and weight_hh.shape == (G, H)
+            and (c_prev is None or c_prev.shape == (B, H))
+            and (bias_ih is None or bias_ih.shape == (G,))
+            and (bias_hh is None or bias_hh.shape == (G,))
+            and h_prev.dtype == weight_ih.dtype == weight_hh.dtype == dtype
+            and (c_prev is None or c_prev.dtype == dtype)
+            and (bias_ih is None or bias_ih.dtype == dtype)
+            and (bias_hh is None or bias_hh.dtype == dtype)
+        )
+    except (AttributeError, IndexError, TypeError, ValueError):
+        valid = False
+    if not valid:
+        _explain_step(
+            n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, bias_hh
+        )
+
+
+def _explain_step(n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Raise the error that names the first bad argument of a step."""
+    for name, t in (("x_t", x_t), ("h_prev", h_prev)):
+        check_tensor(name, t, "float")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must have shape (B, width), got {tuple(t.shape)}")
+    (B, D), H = x_t.shape, h_prev.shape[1]
+    gh = "4H" if n_gates == 4 else "H"
+    expected = {
+        "h_prev": (h_prev, (B, H), "(B, H)"),
+        "c_prev": (c_prev, (B, H), "(B, H)"),
+        "weight_ih": (weight_ih, (n_gates * H, D), f"({gh}, D)"),
+        "weight_hh": (weight_hh, (n_gates * H, H), f"({gh}, H)"),
+        "bias_ih": (bias_ih, (n_gates * H,), f"({gh},)"),
+        "bias_hh": (bias_hh, (n_gates * H,), f"({gh},)"),
+    }
+    for name, (t, shape, letters) in expected.items():
+        if t is None:
+            continue
+        check_tensor(name, t, "float")
+        if tuple(t.shape) != shape:
+            raise ValueError(
+                f"{name} must have shape {letters} = {shape} for x_t {tuple(x_t.shape)}"
+                f" and h_prev {tuple(h_prev.shape)}, got {tuple(t.shape)}"
+            )
+        if t.dtype != x_t.dtype and not autocast_enabled(x_t.device.type):
+            raise TypeError(f"{name} has dtype {t.dtype}, x_t has {x_t.dtype}")
+
+
+def _check_input(x: Tensor, d_input: int, weight: Tensor) -> None:
+    check_tensor("x", x, "float")
     if x.dim() != 3 or x.shape[-1] != d_input:
         raise ValueError(
             f"x must have shape (B, T, d_input={d_input}), got {tuple(x.shape)}"
         )
+    check_like_module("x", x, weight)
 
 
-def _from_torch_check(m: nn.RNNBase) -> None:
+def _check_state(name: str, h: Tensor, x: Tensor, d_hidden: int) -> None:
+    check_tensor(name, h, "float")
+    if tuple(h.shape) != (x.shape[0], d_hidden):
+        raise ValueError(
+            f"{name} must have shape (B, H) = {(x.shape[0], d_hidden)} for x "
+            f"{tuple(x.shape)}, got {tuple(h.shape)}"
+        )
+
+
+def _from_torch_check(m: nn.RNNBase, kind: type) -> None:
+    if not isinstance(m, kind):
+        raise TypeError(f"m must be an nn.{kind.__name__}, got {type(m).__name__}")
     if m.num_layers != 1 or m.bidirectional or not m.batch_first or m.proj_size:
         raise ValueError(
             "from_torch supports one layer, one direction, batch_first=True and no "
@@ -120,10 +203,8 @@ class _Unrolled(nn.Module):
 
     def __init__(self, d_input: int, d_hidden: int, n_gates: int, bias: bool):
         super().__init__()
-        if d_input < 1 or d_hidden < 1:
-            raise ValueError(
-                f"d_input and d_hidden must be positive, got {d_input}, {d_hidden}"
-            )
+        check_int("d_input", d_input, minimum=1)
+        check_int("d_hidden", d_hidden, minimum=1)
         self.d_input, self.d_hidden = d_input, d_hidden
         self.weight_ih = nn.Parameter(torch.empty(n_gates * d_hidden, d_input))
         self.weight_hh = nn.Parameter(torch.empty(n_gates * d_hidden, d_hidden))
@@ -165,8 +246,10 @@ class VanillaRNN(_Unrolled):
         self.nonlinearity = nonlinearity
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        _check_input(x, self.d_input)
+        _check_input(x, self.d_input, self.weight_ih)
         B, T, _ = x.shape
+        if h0 is not None:
+            _check_state("h0", h0, x, self.d_hidden)
         h = x.new_zeros(B, self.d_hidden) if h0 is None else h0  # (B, H)
         outputs = []
         for t in range(T):  # T dependent steps: step t needs h from step t - 1
@@ -180,16 +263,19 @@ class VanillaRNN(_Unrolled):
                 self.nonlinearity,
             )
             outputs.append(h)
+        if T == 0:  # no step taken: no outputs, and the state is still h0
+            return x.new_zeros(B, 0, self.d_hidden), h
         return torch.stack(outputs, dim=1), h  # T x (B, H) -> (B, T, H)
 
     @classmethod
     def from_torch(cls, m: nn.RNN) -> VanillaRNN:
-        """A copy of a one-layer, batch-first ``nn.RNN`` with the same weights."""
-        _from_torch_check(m)
+        """A copy of a one-layer, batch-first ``nn.RNN`` with the same weights, in
+        ``m``'s train/eval mode."""
+        _from_torch_check(m, nn.RNN)
         new = cls(m.input_size, m.hidden_size, m.nonlinearity, bias=m.bias)
         new = new.to(device=m.weight_ih_l0.device, dtype=m.weight_ih_l0.dtype)
         new._copy_from(m)
-        return new
+        return new.train(m.training)
 
 
 class LSTM(_Unrolled):
@@ -208,10 +294,16 @@ class LSTM(_Unrolled):
     def forward(
         self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
     ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        _check_input(x, self.d_input)
+        _check_input(x, self.d_input, self.weight_ih)
         B, T, _ = x.shape
         if state is None:
             state = (x.new_zeros(B, self.d_hidden), x.new_zeros(B, self.d_hidden))
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise TypeError(
+                f"state must be a pair (h0, c0), got {type(state).__name__}"
+            )
+        for name, t in zip(("state[0]", "state[1]"), state, strict=True):
+            _check_state(name, t, x, self.d_hidden)
         h, c = state  # (B, H), (B, H)
         outputs = []
         for t in range(T):
@@ -225,145 +317,16 @@ class LSTM(_Unrolled):
                 self.bias_hh,
             )
             outputs.append(h)
+        if T == 0:  # no step taken: no outputs, and the state is still (h0, c0)
+            return x.new_zeros(B, 0, self.d_hidden), (h, c)
         return torch.stack(outputs, dim=1), (h, c)  # T x (B, H) -> (B, T, H)
 
     @classmethod
     def from_torch(cls, m: nn.LSTM) -> LSTM:
-        """A copy of a one-layer, batch-first ``nn.LSTM`` with the same weights."""
-        _from_torch_check(m)
+        """A copy of a one-layer, batch-first ``nn.LSTM`` with the same weights, in
+        ``m``'s train/eval mode."""
+        _from_torch_check(m, nn.LSTM)
         new = cls(m.input_size, m.hidden_size, bias=m.bias)
         new = new.to(device=m.weight_ih_l0.device, dtype=m.weight_ih_l0.dtype)
         new._copy_from(m)
-        return new
-
-
-def jacobian_norms(fn: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
-    """||dy/dx_t||_F for every time step t, averaged over the batch, y = fn(x).
-
-    ``fn`` maps a batch of sequences to one vector per sequence, e.g. the last
-    hidden state; it must not mix the rows of the batch. One backward pass per
-    output unit builds the whole (K, D) Jacobian of each step. Use float64 to
-    measure norms below float32's range (about 1e-38).
-
-    Shapes: x: (B, T, D); fn(x): (B, K); returns (T,)
-    """
-    if x.dim() != 3:
-        raise ValueError(f"x must have shape (B, T, D), got {tuple(x.shape)}")
-    x = x.detach().requires_grad_(True)
-    with torch.enable_grad():
-        y = fn(x)
-        if y.dim() != 2 or y.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"fn(x) must have shape (B={x.shape[0]}, K), got {tuple(y.shape)}"
-            )
-        squares = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)  # (B, T)
-        for k in range(y.shape[1]):
-            (grad,) = torch.autograd.grad(y[:, k].sum(), x, retain_graph=True)
-            squares += grad.pow(2).sum(dim=-1)  # (B, T, D) -> (B, T)
-    return squares.sqrt().mean(dim=0)  # (B, T) -> (T,)
-
-
-def spectral_radius(weight: Tensor) -> float:
-    """max |lambda| over the eigenvalues lambda of a square matrix.
-
-    For a linear RNN, h_T depends on h_t through W^(T-t), whose norm grows or
-    shrinks like spectral_radius(W)^(T-t).
-    """
-    if weight.dim() != 2 or weight.shape[0] != weight.shape[1]:
-        raise ValueError(f"weight must be a square matrix, got {tuple(weight.shape)}")
-    eigenvalues = torch.linalg.eigvals(weight.detach().double().cpu())
-    return eigenvalues.abs().max().item()
-
-
-def rescale_spectral_radius(weight: Tensor, radius: float) -> Tensor:
-    """``weight`` scaled so that its spectral radius equals ``radius``."""
-    if radius < 0:
-        raise ValueError(f"radius must be non-negative, got {radius}")
-    current = spectral_radius(weight)
-    if current == 0.0:
-        raise ValueError("weight has spectral radius 0 and cannot be rescaled")
-    return weight * (radius / current)
-
-
-def saved_tensor_bytes(
-    fn: Callable[..., object], *args: object, exclude: Iterable[Tensor] = ()
-) -> int:
-    """Bytes that autograd keeps for the backward pass while ``fn(*args)`` runs.
-
-    Each tensor storage is counted once. Tensors in ``exclude`` (typically the
-    parameters and the input, which exist anyway) are not counted. This is the
-    activation memory that training needs on top of the model itself.
-    """
-    skip = {t.untyped_storage().data_ptr() for t in exclude}
-    kept: dict[int, int] = {}
-
-    def pack(t: Tensor) -> Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in skip:
-            kept[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, _unpack):
-        fn(*args)
-    return sum(kept.values())
-
-
-def _unpack(t: Tensor) -> Tensor:
-    return t
-
-
-class LSTMClassifier(nn.Module):
-    """Embed the tokens, run an ``nn.LSTM``, classify from the last hidden state.
-
-    ``forget_bias`` sets the forget gate's bias at initialisation (b_ih's forget
-    slice; b_hh's is zeroed); ``None`` keeps PyTorch's small random biases.
-
-    Shapes: tokens (B, T) int -> logits (B, C)
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        n_classes: int,
-        d_model: int = 32,
-        forget_bias: float | None = None,
-    ):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.lstm = nn.LSTM(d_model, d_model, batch_first=True)
-        self.head = nn.Linear(d_model, n_classes)
-        if forget_bias is not None:
-            forget = slice(d_model, 2 * d_model)  # gate order i, f, g, o
-            with torch.no_grad():
-                self.lstm.bias_ih_l0[forget] = forget_bias
-                self.lstm.bias_hh_l0[forget] = 0.0
-
-    def forward(self, tokens: Tensor) -> Tensor:
-        outputs, _ = self.lstm(self.embed(tokens))  # (B, T) -> (B, T, D)
-        return self.head(outputs[:, -1])  # (B, D) -> (B, C)
-
-
-class AttentionClassifier(nn.Module):
-    """Embed the tokens; the last token attends to all of them; classify the result.
-
-    One :class:`~transformer_book.attention.MultiHeadAttention` layer with a
-    residual connection: every token is one attention step away from the last,
-    whatever the distance. There is no positional encoding (Chapter 4): this model
-    can find a token by *what* it is, not by *where* it is.
-
-    Shapes: tokens (B, T) int -> logits (B, C)
-    """
-
-    def __init__(
-        self, vocab_size: int, n_classes: int, d_model: int = 32, n_heads: int = 2
-    ):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = MultiHeadAttention(d_model, n_heads)
-        self.head = nn.Linear(d_model, n_classes)
-
-    def forward(self, tokens: Tensor) -> Tensor:
-        x = self.embed(tokens)  # (B, T) -> (B, T, D)
-        query = x[:, -1:]  # (B, 1, D): only the last position answers
-        h = query + self.attn(query, x, x)  # (B, 1, D)
-        return self.head(h[:, 0])  # (B, D) -> (B, C)
+        return new.train(m.training)

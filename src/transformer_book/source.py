@@ -29,6 +29,8 @@ class Source:
     """
 
     def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         self.text = text
 
     def _repr_markdown_(self) -> str:

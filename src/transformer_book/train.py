@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from ._validate import check_device, check_int, check_real, check_tensor
 from .device import autocast
 
 __all__ = [
@@ -42,6 +43,42 @@ def _to(x, device: torch.device):
     return tuple(t.to(device) for t in x)
 
 
+def _check_train_arguments(
+    model, get_batch, loss_fn, steps, lr, weight_decay, lr_lambda, max_grad_norm, device
+) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not any(True for _ in model.parameters()):
+        raise ValueError("model has no parameters to train")
+    for name, fn in (("get_batch", get_batch), ("loss_fn", loss_fn)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    if lr_lambda is not None and not callable(lr_lambda):
+        raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
+    check_int("steps", steps, minimum=1)
+    check_real("lr", lr, low=0.0)
+    check_real("weight_decay", weight_decay, low=0.0)
+    if max_grad_norm is not None:
+        check_real("max_grad_norm", max_grad_norm, low=0.0, low_open=True)
+    check_device("device", device)
+
+
+def _check_batch(step: int, batch: object) -> None:
+    """``get_batch(step)`` returned (inputs, targets), all tensors."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(
+            f"get_batch({step}) must return (inputs, targets), got "
+            f"{type(batch).__name__}"
+        )
+    inputs, targets = batch
+    check_tensor(f"the targets of get_batch({step})", targets)
+    if isinstance(inputs, (tuple, list)):
+        for i, t in enumerate(inputs):
+            check_tensor(f"inputs[{i}] of get_batch({step})", t)
+    else:
+        check_tensor(f"the inputs of get_batch({step})", inputs)
+
+
 def train(
     model: nn.Module,
     get_batch: Callable[[int], Batch],
@@ -63,8 +100,17 @@ def train(
     Returns ``{"step": [...], "loss": [...], "seconds": total}`` with the loss of
     every step.
     """
-    if steps < 1:
-        raise ValueError(f"steps must be positive, got {steps}")
+    _check_train_arguments(
+        model,
+        get_batch,
+        loss_fn,
+        steps,
+        lr,
+        weight_decay,
+        lr_lambda,
+        max_grad_norm,
+        device,
+    )
     device = (
         torch.device(device) if device is not None else next(model.parameters()).device
     )
@@ -82,11 +128,17 @@ def train(
         bar = tqdm(total=steps, desc="training", leave=False)
     start = time.perf_counter()
     for step in range(steps):
-        inputs, targets = get_batch(step)
+        batch = get_batch(step)
+        _check_batch(step, batch)
+        inputs, targets = batch
         inputs, targets = _to(inputs, device), targets.to(device)
         with autocast(device):
             output = model(*inputs) if isinstance(inputs, tuple) else model(inputs)
+            check_tensor("the model's output", output, "float")
             loss = loss_fn(output.float(), targets)
+        if not isinstance(loss, Tensor) or loss.dim() != 0:
+            shape = tuple(loss.shape) if isinstance(loss, Tensor) else type(loss)
+            raise ValueError(f"loss_fn must return a scalar tensor, got {shape}")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if max_grad_norm is not None:
@@ -113,15 +165,27 @@ def accuracy(logits: Tensor, targets: Tensor, ignore_index: int | None = None) -
     Shapes: logits (..., V), targets (...). Positions whose target equals
     ``ignore_index`` are left out.
     """
-    if logits.shape[:-1] != targets.shape:
+    check_tensor("logits", logits)
+    check_tensor("targets", targets, "int")
+    if logits.dim() < 1 or logits.shape[-1] < 1 or logits.shape[:-1] != targets.shape:
         raise ValueError(
             f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} "
-            "do not match"
+            "do not match: logits must be (..., V) with targets (...)"
         )
+    if ignore_index is not None:
+        check_int("ignore_index", ignore_index)
     correct = logits.argmax(dim=-1) == targets
     if ignore_index is not None:
         keep = targets != ignore_index
-        return (correct & keep).sum().item() / max(keep.sum().item(), 1)
+        n_kept = keep.sum().item()
+        if n_kept == 0:
+            raise ValueError(
+                f"no position to score: every target equals ignore_index="
+                f"{ignore_index} (or targets is empty)"
+            )
+        return (correct & keep).sum().item() / n_kept
+    if targets.numel() == 0:
+        raise ValueError(f"no position to score: targets {tuple(targets.shape)}")
     return correct.float().mean().item()
 
 
@@ -137,11 +201,9 @@ def noam_lr_lambda(
     from 1 (PyTorch's ``LambdaLR`` asks for step 0 first). Pass ``lr=1.0`` to
     ``train`` so that the returned value is the learning rate itself.
     """
-    if d_model < 1 or warmup < 1:
-        raise ValueError(
-            f"d_model and warmup must be positive, got d_model={d_model}, "
-            f"warmup={warmup}"
-        )
+    check_int("d_model", d_model, minimum=1)
+    check_int("warmup", warmup, minimum=1)
+    check_real("scale", scale, low=0.0, low_open=True)
 
     def lr_lambda(step: int) -> float:
         step += 1
@@ -157,11 +219,16 @@ def sequence_accuracy(predicted: Tensor, targets: Tensor, pad_id: int) -> float:
     Shapes: predicted (B, T1), targets (B, T2) token ids; the shorter one is padded
     with ``pad_id`` so lengths may differ (a decoder may stop early or run on).
     """
+    check_tensor("predicted", predicted, "int")
+    check_tensor("targets", targets, "int")
+    check_int("pad_id", pad_id)
     if predicted.dim() != 2 or targets.dim() != 2 or len(predicted) != len(targets):
         raise ValueError(
             f"predicted {tuple(predicted.shape)} and targets {tuple(targets.shape)} "
             "must be (B, T) with the same B"
         )
+    if len(targets) == 0:
+        raise ValueError(f"no sequence to score: targets {tuple(targets.shape)}")
     length = max(predicted.shape[1], targets.shape[1])
     pad = torch.nn.functional.pad
     predicted = pad(predicted, (0, length - predicted.shape[1]), value=pad_id)

@@ -31,6 +31,7 @@ from .ch05_transformer import (
     check_decoder_masks,
     check_noam_lr,
 )
+from .ch06_variants import check_mask_tokens, check_top_p
 
 __all__ = [
     "check_gradient_ratio",
@@ -49,4 +50,6 @@ __all__ = [
     "check_decoder_masks",
     "check_decoder_block_forward",
     "check_beam_search",
+    "check_top_p",
+    "check_mask_tokens",
 ]

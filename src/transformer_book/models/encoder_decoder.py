@@ -1,51 +1,22 @@
-"""Whole models built from the blocks (Chapter 5: the encoder-decoder Transformer).
+"""The encoder-decoder Transformer of Vaswani et al. (2017) (Chapter 5).
 
 Shape letters: B batch, S source positions, T target positions, D model width
 (``d_model``), V vocabulary size, H heads.
-
-Every model takes one frozen config dataclass and returns logits; the token
-embedding (scaled by sqrt(d_model), plus positions) is shared by all of them.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from .attention import causal_mask
-from .blocks import DecoderBlock, EncoderBlock
-from .positional import sinusoidal_encoding
+from .._validate import check_int, check_tensor, check_token_ids
+from ..attention import causal_mask
+from ..blocks import DecoderBlock, EncoderBlock
+from .embedding import TokenEmbedding
 
-__all__ = ["TokenEmbedding", "EncoderDecoderConfig", "EncoderDecoder"]
-
-
-class TokenEmbedding(nn.Module):
-    """Token embedding times sqrt(d_model), plus the sinusoidal positions (§3.4-3.5).
-
-    The scale matters with weight tying: the table is initialised with standard
-    deviation 1/sqrt(d_model), so that the tied output layer starts with logits of
-    order 1, and the factor sqrt(d_model) brings the embeddings back to the size of
-    the positional encodings (about 1 per coordinate).
-
-    Shapes: idx (B, T) int -> (B, T, D)
-    """
-
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float):
-        super().__init__()
-        self.d_model, self.max_len = d_model, max_len
-        self.token = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.token.weight, std=d_model**-0.5)
-        pe = sinusoidal_encoding(max_len, d_model)  # (max_len, D)
-        self.register_buffer("positions", pe, persistent=False)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, idx: Tensor) -> Tensor:
-        T = idx.shape[1]
-        x = self.token(idx) * math.sqrt(self.d_model)  # (B, T) -> (B, T, D)
-        return self.dropout(x + self.positions[:T])  # (B, T, D) + (T, D)
+__all__ = ["EncoderDecoderConfig", "EncoderDecoder"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +36,8 @@ class EncoderDecoderConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("pad_id", self.pad_id)
         if self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
@@ -98,6 +69,10 @@ class EncoderDecoder(nn.Module):
 
     def __init__(self, cfg: EncoderDecoderConfig):
         super().__init__()
+        if not isinstance(cfg, EncoderDecoderConfig):
+            raise TypeError(
+                f"cfg must be an EncoderDecoderConfig, got {type(cfg).__name__}"
+            )
         self.cfg = cfg
         self.embed = TokenEmbedding(
             cfg.vocab_size, cfg.d_model, cfg.max_len, cfg.dropout
@@ -118,15 +93,33 @@ class EncoderDecoder(nn.Module):
             self.output.weight = self.embed.token.weight  # one (V, D) table, two uses
 
     def _check_ids(self, name: str, ids: Tensor) -> None:
-        if ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
-            raise ValueError(
-                f"{name} must be (B, {name[0].upper()}) integer token ids, got shape "
-                f"{tuple(ids.shape)} and dtype {ids.dtype}"
+        check_tensor(name, ids)
+        if ids.dtype not in (torch.long, torch.int):
+            raise TypeError(
+                f"{name} must be (B, {name[0].upper()}) integer token ids (int64 or "
+                f"int32), got dtype {ids.dtype}"
             )
-        if ids.shape[1] > self.cfg.max_len:
+        check_token_ids(name, ids, self.cfg.vocab_size, f"(B, {name[0].upper()})")
+        if not 1 <= ids.shape[1] <= self.cfg.max_len:
             raise ValueError(
-                f"{name} has {ids.shape[1]} positions, more than max_len="
-                f"{self.cfg.max_len}"
+                f"{name} has {ids.shape[1]} positions, outside [1, max_len="
+                f"{self.cfg.max_len}]"
+            )
+
+    def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor) -> None:
+        """``memory`` is the encoding of ``src``, for a batch of ``tgt``'s size."""
+        self._check_ids("src", src)
+        check_tensor("memory", memory, "float")
+        expected = (*src.shape, self.cfg.d_model)
+        if tuple(memory.shape) != expected:
+            raise ValueError(
+                f"memory must have shape (B, S, d_model) = {expected} for src "
+                f"{tuple(src.shape)}, got {tuple(memory.shape)}"
+            )
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(
+                f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)} have different "
+                "batch sizes"
             )
 
     def source_mask(self, src: Tensor) -> Tensor:
@@ -157,6 +150,7 @@ class EncoderDecoder(nn.Module):
         and a list of n_layers weights (B, H, T, S)
         """
         self._check_ids("tgt", tgt)
+        self._check_memory(memory, src, tgt)
         self_mask = causal_mask(tgt.shape[1], device=tgt.device)  # (T, T)
         memory_mask = self.source_mask(src)  # (B, 1, S)
         x = self.embed(tgt)  # (B, T) -> (B, T, D)
@@ -168,6 +162,8 @@ class EncoderDecoder(nn.Module):
         return (logits, cross_weights) if need_weights else logits
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        self._check_ids("src", src)
+        self._check_ids("tgt", tgt)
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(
                 f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)} have different "
@@ -188,8 +184,14 @@ class EncoderDecoder(nn.Module):
 
         Shapes: src (B, S) -> (B, 1 + n) starting with ``bos_id``, n <= max_new_tokens
         """
+        for name, token in (("bos_id", bos_id), ("eos_id", eos_id)):
+            if not 0 <= check_int(name, token) < self.cfg.vocab_size:
+                raise ValueError(
+                    f"{name}={token} is not a token id of vocab_size="
+                    f"{self.cfg.vocab_size}"
+                )
         steps = self.cfg.max_len - 1 if max_new_tokens is None else max_new_tokens
-        if not 1 <= steps < self.cfg.max_len:
+        if not 1 <= check_int("max_new_tokens", steps) < self.cfg.max_len:
             raise ValueError(
                 f"max_new_tokens={max_new_tokens} must lie in [1, max_len - 1="
                 f"{self.cfg.max_len - 1}]"

@@ -1,0 +1,227 @@
+"""BERT, GPT and T5 trained side by side on the same text (Chapter 6, §6.4).
+
+The three families of the lesson's table, at the same tiny size, trained with the
+book's ``train`` on the same batches of the same corpus (``corpus``, tokenized by
+``tokenizer.get_tokenizer()``) for the same number of steps, each with its own
+objective: GPT predicts every next token, BERT the 15% of tokens ``mask_tokens``
+chose, T5 the spans ``span_corrupt`` dropped. A quarter of every batch is a small
+text-to-text task, the same for the three: "reverse:" followed by a few tokens of
+text, answered by the same tokens in reverse order. Each model writes it its own
+way: T5 as source and target, GPT as one sequence (prompt, [SEP], answer), BERT
+as the prompt, [SEP] and one [MASK] per answer token (it fills them all at once).
+
+Then the three answer the same three probes on held-out text (``probes``): (a)
+fill a blank in the middle of a sentence, (b) predict the token that continues a
+sentence cut at the same place, (c) reverse held-out token sequences. A seed fixes
+the weights (``set_seed(seed)`` before each model) and the batches and
+corruptions (``Generator().manual_seed(seed + 1)``); the probes are fixed.
+
+Shape letters: B batch, T block length, S source positions, V vocabulary size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..corpus import paragraphs
+from ..device import set_seed
+from ..models import BERT, GPT, T5, BERTConfig, GPTConfig, T5Config
+from ..models.bert import IGNORE_INDEX, mask_tokens
+from ..models.t5 import span_corrupt
+from ..tokenizer import BPETokenizer, encode_stream, get_tokenizer, random_blocks
+from ..train import train
+from .variants_probes import ProbeSet, make_probes, score_model
+
+__all__ = [
+    "MODELS",
+    "BLOCK_LEN",
+    "TEXT_ROWS",
+    "TASK_ROWS",
+    "STEPS",
+    "TASK_PREFIX",
+    "variant_models",
+    "raw_batches",
+    "format_batch",
+    "VariantsRun",
+    "run_variants",
+]
+
+MODELS = ("BERT", "GPT", "T5")
+BLOCK_LEN = 64  # T: tokens per window of text, and max_len of the models
+TEXT_ROWS = 24  # windows of text per batch
+TASK_ROWS = 8  # text-to-text task pairs per batch
+STEPS = 200  # training steps of each model
+LR = 3e-3  # AdamW's peak rate, reached after WARMUP steps
+WARMUP = 20
+TASK_PREFIX = "reverse:"  # the task prefix, T5-style
+TASK_LENGTHS = (3, 6)  # shortest and longest task input, in tokens
+SIZES = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)  # the same for the three
+
+
+def variant_models(vocab_size: int, seed: int = 0) -> dict[str, nn.Module]:
+    """The three models, each built right after ``set_seed(seed)``."""
+    builders = {
+        "BERT": lambda: BERT(BERTConfig(vocab_size, BLOCK_LEN, **SIZES)),
+        "GPT": lambda: GPT(GPTConfig(vocab_size, BLOCK_LEN, **SIZES)),
+        "T5": lambda: T5(T5Config(vocab_size, BLOCK_LEN, **SIZES)),
+    }
+    models = {}
+    for name in MODELS:
+        set_seed(seed)
+        models[name] = builders[name]()
+    return models
+
+
+def _task_pairs(stream: Tensor, rows: int, gen: torch.Generator, eos_id: int):
+    """``rows`` task inputs: runs of TASK_LENGTHS tokens of ``stream`` without [EOS]."""
+    lo, hi = TASK_LENGTHS
+    out = []
+    while len(out) < rows:
+        n = int(torch.randint(lo, hi + 1, (1,), generator=gen))
+        start = int(torch.randint(len(stream) - n, (1,), generator=gen))
+        chunk = stream[start : start + n]
+        if not (chunk == eos_id).any():
+            out.append(chunk)
+    return out
+
+
+def raw_batches(
+    tok: BPETokenizer, stream: Tensor, steps: int, seed: int
+) -> list[tuple[Tensor, list[Tensor]]]:
+    """The raw data of every step, shared by the three models.
+
+    Each step: TEXT_ROWS windows of BLOCK_LEN tokens (TEXT_ROWS, T), and TASK_ROWS
+    task inputs of 3 to 6 tokens.
+    """
+    gen = torch.Generator().manual_seed(seed + 1)
+    return [
+        (
+            random_blocks(stream, TEXT_ROWS, BLOCK_LEN, gen),
+            _task_pairs(stream, TASK_ROWS, gen, tok.eos_id),
+        )
+        for _ in range(steps)
+    ]
+
+
+def _pad(rows: list[list[int]], value: int) -> Tensor:
+    length = max(len(r) for r in rows)
+    return torch.tensor([r + [value] * (length - len(r)) for r in rows])
+
+
+def format_batch(
+    name: str,
+    tok: BPETokenizer,
+    text: Tensor,
+    tasks: list[Tensor],
+    gen: torch.Generator,
+):
+    """One step's (inputs, targets) for ``train``, in model ``name``'s format.
+
+    Targets are IGNORE_INDEX where there is nothing to predict.
+    """
+    prefix = tok.encode(TASK_PREFIX)
+    pairs = [(x.tolist(), x.flip(0).tolist()) for x in tasks]
+    pad, ign = tok.pad_id, IGNORE_INDEX
+    if name == "GPT":  # predict every next token; on task rows, only the answer
+        rows = [w.tolist() for w in text] + [
+            prefix + x + [tok.sep_id] + y + [tok.eos_id] for x, y in pairs
+        ]
+        labels = [r[1:] for r in rows[: len(text)]] + [
+            [ign] * (len(prefix) + len(x)) + y + [tok.eos_id] for x, y in pairs
+        ]
+        return _pad([r[:-1] for r in rows], pad), _pad(labels, ign)
+    if name == "BERT":  # predict the chosen tokens; on task rows, all the answer
+        inputs, labels = mask_tokens(
+            text, tok.vocab_size, tok.mask_id, tok.special_ids, gen
+        )
+        rows = inputs.tolist() + [
+            prefix + x + [tok.sep_id] + [tok.mask_id] * len(y) for x, y in pairs
+        ]
+        task_labels = [[ign] * (len(prefix) + len(x) + 1) + y for x, y in pairs]
+        return _pad(rows, pad), _pad(labels.tolist() + task_labels, ign)
+    if name == "T5":  # text to text: the dropped spans, or the task's answer
+        src, tgt = span_corrupt(text, tok.sentinel_ids, generator=gen)
+        sources = src.tolist() + [prefix + x for x, _ in pairs]
+        answers = tgt.tolist() + [y for _, y in pairs]
+        decoder_in = _pad([[tok.bos_id] + a for a in answers], pad)
+        targets = _pad([a + [tok.eos_id] for a in answers], ign)
+        return (_pad(sources, pad), decoder_in), targets
+    raise ValueError(f"name must be one of {MODELS}, got {name!r}")
+
+
+def _loss(logits: Tensor, targets: Tensor) -> Tensor:
+    return F.cross_entropy(
+        logits.transpose(1, 2), targets, ignore_index=IGNORE_INDEX
+    )  # (B, T, V) -> (B, V, T)
+
+
+@dataclass(frozen=True)
+class VariantsRun:
+    """What ``run_variants`` returns; every dict is keyed by model name."""
+
+    models: dict[str, nn.Module]  # trained, in eval mode
+    histories: dict[str, dict]  # train's history: "loss" per step, "seconds"
+    parameters: dict[str, int]  # trainable parameters (tied tables counted once)
+    tokens_seen: dict[str, int]  # input positions processed (padding left out)
+    targets_seen: dict[str, int]  # positions with a loss: a training signal
+    seconds: dict[str, float]  # training time on this machine
+    scores: dict[str, dict[str, float]]  # probe -> score, from probes.score_model
+    baselines: dict[str, float]  # unigram and copy baselines of the probes
+    probes: ProbeSet  # the held-out probe items
+
+
+def run_variants(
+    seed: int = 0,
+    steps: int = STEPS,
+    device: torch.device | str | None = None,
+) -> VariantsRun:
+    """Train the three models on the same batches for ``steps`` steps and probe them."""
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    tok = get_tokenizer()
+    stream = encode_stream(tok, [p for _, p in paragraphs("train")])
+    data = raw_batches(tok, stream, steps, seed)
+    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, TASK_LENGTHS)
+    models = variant_models(tok.vocab_size, seed)
+    histories, tokens, targets, seconds, scores = {}, {}, {}, {}, {}
+    for name, model in models.items():
+        gen = torch.Generator().manual_seed(seed + 1)
+        batches = [format_batch(name, tok, text, task, gen) for text, task in data]
+        inputs = [b[0] if isinstance(b[0], tuple) else (b[0],) for b in batches]
+        tokens[name] = sum(int((x != tok.pad_id).sum()) for b in inputs for x in b)
+        targets[name] = sum(int((b[1] != IGNORE_INDEX).sum()) for b in batches)
+        histories[name] = train(
+            model,
+            _indexer(batches),
+            _loss,
+            steps,
+            lr=LR,
+            lr_lambda=lambda step: min(1.0, (step + 1) / WARMUP),
+            device=device,
+        )
+        seconds[name] = histories[name]["seconds"]
+        scores[name] = score_model(name, model, tok, probes)
+    return VariantsRun(
+        models=models,
+        histories=histories,
+        parameters={
+            n: sum(p.numel() for p in m.parameters()) for n, m in models.items()
+        },
+        tokens_seen=tokens,
+        targets_seen=targets,
+        seconds=seconds,
+        scores=scores,
+        baselines=probes.baselines,
+        probes=probes,
+    )
+
+
+def _indexer(batches: list) -> Callable[[int], tuple]:
+    return lambda step: batches[step]

@@ -1,0 +1,175 @@
+"""Chapter 6's comparison: its batches, its probes, and its claims over other seeds."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_book.corpus import paragraphs
+from transformer_book.experiments import variants
+from transformer_book.experiments.variants import (
+    BLOCK_LEN,
+    MODELS,
+    TASK_PREFIX,
+    TASK_ROWS,
+    TEXT_ROWS,
+    format_batch,
+    raw_batches,
+    run_variants,
+    variant_models,
+)
+from transformer_book.experiments.variants_probes import MIN_TOKENS, make_probes
+from transformer_book.models import BERT, GPT, T5, span_restore
+from transformer_book.tokenizer import encode_stream, get_tokenizer
+
+IGNORE = -100
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return get_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def stream(tok):
+    return encode_stream(tok, [p for _, p in paragraphs("train")])
+
+
+@pytest.fixture(scope="module")
+def step(tok, stream):
+    return raw_batches(tok, stream, steps=2, seed=4)[1]
+
+
+def test_raw_batches_follow_the_seed(tok, stream, step):
+    text, tasks = step
+    assert text.shape == (TEXT_ROWS, BLOCK_LEN) and len(tasks) == TASK_ROWS
+    assert all(3 <= len(x) <= 6 and tok.eos_id not in x.tolist() for x in tasks)
+    again = raw_batches(tok, stream, steps=2, seed=4)[1]
+    assert torch.equal(again[0], text)
+    assert not torch.equal(raw_batches(tok, stream, steps=2, seed=5)[1][0], text)
+
+
+def test_the_three_models_share_their_sizes(tok):
+    models = variant_models(tok.vocab_size, seed=3)
+    assert list(models) == list(MODELS)
+    assert isinstance(models["BERT"], BERT) and isinstance(models["GPT"], GPT)
+    assert isinstance(models["T5"], T5)
+    for model in models.values():
+        assert model.cfg.d_model == variants.SIZES["d_model"]
+        assert model.cfg.n_layers == variants.SIZES["n_layers"]
+        assert model.cfg.max_len == BLOCK_LEN
+    again = variant_models(tok.vocab_size, seed=3)["GPT"]
+    assert torch.equal(again.token.weight, models["GPT"].token.weight)
+
+
+def test_gpt_rows_predict_the_next_token_and_the_answer(tok, step):
+    text, tasks = step
+    inputs, targets = format_batch("GPT", tok, text, tasks, torch.Generator())
+    assert inputs.shape == targets.shape == (TEXT_ROWS + TASK_ROWS, BLOCK_LEN - 1)
+    assert torch.equal(inputs[:TEXT_ROWS], text[:, :-1])
+    assert torch.equal(targets[:TEXT_ROWS], text[:, 1:])
+    prefix = tok.encode(TASK_PREFIX)
+    for row, labels, x in zip(
+        inputs[TEXT_ROWS:], targets[TEXT_ROWS:], tasks, strict=True
+    ):
+        n = len(x)
+        start = len(prefix) + n  # the position of [SEP]
+        assert row[: len(prefix)].tolist() == prefix and row[start] == tok.sep_id
+        assert (labels[:start] == IGNORE).all()
+        assert labels[start : start + n].tolist() == x.flip(0).tolist()
+        assert (
+            labels[start + n] == tok.eos_id
+            and (labels[start + n + 1 :] == IGNORE).all()
+        )
+
+
+def test_bert_rows_predict_the_chosen_tokens_and_the_answer(tok, step):
+    text, tasks = step
+    gen = torch.Generator().manual_seed(0)
+    inputs, labels = format_batch("BERT", tok, text, tasks, gen)
+    assert inputs.shape == labels.shape and inputs.shape[0] == TEXT_ROWS + TASK_ROWS
+    chosen = labels[:TEXT_ROWS] != IGNORE
+    assert 0.1 < chosen.float().mean() < 0.2
+    assert torch.equal(labels[:TEXT_ROWS][chosen], text[chosen])
+    for row, row_labels, x in zip(
+        inputs[TEXT_ROWS:], labels[TEXT_ROWS:], tasks, strict=True
+    ):
+        answer = row == tok.mask_id
+        assert answer.sum() == len(x)
+        assert row_labels[answer].tolist() == x.flip(0).tolist()
+        assert (row_labels[~answer] == IGNORE).all()
+
+
+def test_t5_rows_are_text_to_text(tok, step):
+    text, tasks = step
+    gen = torch.Generator().manual_seed(0)
+    (src, decoder_in), targets = format_batch("T5", tok, text, tasks, gen)
+    assert src.shape[0] == decoder_in.shape[0] == targets.shape[0]
+    assert (decoder_in[:, 0] == tok.bos_id).all()
+    real = targets != IGNORE
+    assert torch.equal(decoder_in[:, 1:][real[:, :-1]], targets[:, :-1][real[:, :-1]])
+    for row_src, row_target, row_text in zip(src, targets, text, strict=True):
+        answer = row_target[row_target != IGNORE]
+        assert answer[-1] == tok.eos_id
+        kept = row_src[row_src != tok.pad_id]
+        assert torch.equal(span_restore(kept, answer[:-1], tok.sentinel_ids), row_text)
+    prefix = tok.encode(TASK_PREFIX)
+    for row_src, row_target, x in zip(
+        src[TEXT_ROWS:], targets[TEXT_ROWS:], tasks, strict=True
+    ):
+        assert row_src[row_src != tok.pad_id].tolist() == prefix + x.tolist()
+        assert row_target[row_target != IGNORE].tolist() == x.flip(0).tolist() + [
+            tok.eos_id
+        ]
+
+
+def test_the_probes_are_fixed_held_out_items(tok, stream):
+    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, (3, 6))
+    n = len(probes.target)
+    assert probes.ids.shape == (n, BLOCK_LEN) and n > 200
+    lengths = (probes.ids != tok.pad_id).sum(1)
+    assert (lengths >= MIN_TOKENS).all() and torch.equal(probes.position, lengths // 2)
+    assert torch.equal(probes.target, probes.ids[torch.arange(n), probes.position])
+    assert len(probes.task_inputs) == n
+    assert {len(x) for x in probes.task_inputs} == {3, 4, 5, 6}
+    again = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, (3, 6))
+    assert (
+        torch.equal(again.ids, probes.ids) and again.task_inputs == probes.task_inputs
+    )
+    b = probes.baselines
+    assert 0.02 < b["unigram_acc"] < 0.1 and 200 < b["unigram_ppl"] < 800
+    assert 0.05 < b["copy_task_acc"] < 0.2
+
+
+def test_run_variants_returns_its_measurements():
+    run = run_variants(seed=0, steps=1)
+    for field in ("models", "histories", "parameters", "tokens_seen", "seconds"):
+        assert list(getattr(run, field)) == list(MODELS), field
+    assert all(len(h["loss"]) == 1 for h in run.histories.values())
+    assert run.parameters["T5"] > run.parameters["GPT"] > 0
+    assert run.targets_seen["GPT"] > 4 * run.targets_seen["BERT"]
+    for scores in run.scores.values():
+        assert set(scores) == {
+            "blank_acc",
+            "blank_ppl",
+            "next_acc",
+            "next_ppl",
+            "task_acc",
+            "task_exact",
+        }
+        assert all(0.0 <= scores[k] <= 1.0 for k in scores if not k.endswith("ppl"))
+    gpt = run.scores["GPT"]
+    assert gpt["blank_acc"] == gpt["next_acc"]  # causal: the right side is unseen
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: run_variants(seed=-1), "seed"),
+        (lambda: run_variants(steps=0), "steps"),
+        (lambda: format_batch("LSTM", get_tokenizer(), None, [], None), "name"),
+    ],
+)
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

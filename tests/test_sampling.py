@@ -1,0 +1,121 @@
+"""Top-k and top-p (nucleus) filtering, against references computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transformer_book.models.sampling import sample_next, top_k_filter, top_p_filter
+
+INF = float("inf")
+
+
+def logits_of(probs) -> torch.Tensor:
+    return torch.tensor(probs, dtype=torch.float64).log()
+
+
+def kept(filtered: torch.Tensor) -> list[bool]:
+    return torch.isfinite(filtered).tolist()
+
+
+def test_top_k_keeps_the_k_largest_and_their_ties():
+    x = torch.tensor([[1.0, 3.0, 2.0, 0.5], [0.0, 2.0, 2.0, 1.0]])
+    assert kept(top_k_filter(x, 2)) == [
+        [False, True, True, False],
+        [False, True, True, False],
+    ]
+    assert kept(top_k_filter(x, 1))[1] == [False, True, True, False]  # a tie at 1st
+    torch.testing.assert_close(top_k_filter(x, 10), x)
+    out = top_k_filter(x, 2)
+    assert torch.equal(out[torch.isfinite(out)], x[torch.isfinite(out)])
+
+
+@pytest.mark.parametrize(
+    ("p", "expected"),
+    [
+        (0.3, [True, False, False, False]),  # 0.5 alone reaches 0.3
+        (0.5, [True, False, False, False]),  # ... and exactly 0.5
+        (0.6, [True, True, False, False]),  # 0.5 < 0.6: the 0.25 crosses it
+        (0.75, [True, True, False, False]),  # 0.5 + 0.25 reaches 0.75 exactly
+        (0.8, [True, True, True, True]),  # the crossing token has a twin: both
+        (1.0, [True, True, True, True]),
+    ],
+)
+def test_top_p_by_hand(p, expected):
+    probs = [0.5, 0.25, 0.125, 0.125]  # exact in binary: no rounding at the edges
+    assert kept(top_p_filter(logits_of(probs), p)) == expected
+    order = [2, 0, 3, 1]  # the same in any order
+    shuffled = top_p_filter(logits_of([probs[i] for i in order]), p)
+    assert kept(shuffled) == [expected[i] for i in order]
+
+
+def brute_force_nucleus(probs: list[float], p: float) -> list[bool]:
+    order = sorted(range(len(probs)), key=lambda i: -probs[i])
+    keep, total = [False] * len(probs), 0.0
+    for i in order:
+        keep[i] = True
+        total += probs[i]
+        if total >= p:
+            break
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_p_matches_the_definition_on_random_rows(seed):
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(6, 50, generator=gen) * 2
+    for p in (0.1, 0.5, 0.9, 0.99):
+        out = top_p_filter(logits, p)
+        probs = logits.double().softmax(-1)
+        for row, row_probs in zip(out, probs, strict=True):
+            assert kept(row) == brute_force_nucleus(row_probs.tolist(), p)
+        assert out.dtype == logits.dtype and out.shape == logits.shape
+        finite = torch.isfinite(out)
+        assert torch.equal(out[finite], logits[finite])  # kept logits unchanged
+
+
+def test_filters_compose_and_leave_the_input_alone():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, -2.0]])
+    before = logits.clone()
+    both = top_p_filter(top_k_filter(logits, 3), 0.95)
+    assert kept(both)[0] == [True, True, True, False, False]  # top-3 is the limit
+    assert torch.equal(logits, before)
+    probs = top_p_filter(logits, 0.5).softmax(-1)
+    assert math.isclose(probs.sum().item(), 1.0, rel_tol=1e-6)
+
+
+def test_sampling_follows_the_filtered_distribution():
+    logits = logits_of([0.5, 0.25, 0.125, 0.125]).float().expand(20000, 4)
+    gen = torch.Generator().manual_seed(0)
+    draws = sample_next(logits, generator=gen)
+    freq = torch.bincount(draws, minlength=4) / len(draws)
+    torch.testing.assert_close(
+        freq, torch.tensor([0.5, 0.25, 0.125, 0.125]), atol=0.015, rtol=0
+    )
+    nucleus = sample_next(logits, top_p=0.6, generator=gen)
+    freq = torch.bincount(nucleus, minlength=4) / len(nucleus)
+    assert freq[2:].sum() == 0 and abs(freq[0] - 2 / 3) < 0.015
+    hot = sample_next(logits, temperature=100.0, generator=gen)
+    assert (torch.bincount(hot, minlength=4) / len(hot) - 0.25).abs().max() < 0.015
+    assert sample_next(logits[:3], temperature=0).tolist() == [0, 0, 0]
+    assert sample_next(logits[:3], top_k=1, generator=gen).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda x: top_k_filter(x, 0), ValueError, "top_k"),
+        (lambda x: top_k_filter(x, 1.5), ValueError, "top_k"),
+        (lambda x: top_p_filter(x, 0.0), ValueError, "top_p"),
+        (lambda x: top_p_filter(x, 1.01), ValueError, "top_p"),
+        (lambda x: top_p_filter(x, True), ValueError, "top_p"),
+        (lambda x: top_p_filter(x.long(), 0.5), TypeError, "floating"),
+        (lambda x: sample_next(x, temperature=-0.1), ValueError, "temperature"),
+        (lambda x: sample_next(x[0]), ValueError, r"\(B, V\)"),
+    ],
+)
+def test_bad_arguments_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call(torch.zeros(2, 5))
