@@ -22,6 +22,11 @@ from transformer_book.attention import (
     scaled_dot_product_attention,
 )
 from transformer_book.blocks import DecoderBlock, EncoderBlock, FeedForward
+from transformer_book.models import (
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    TokenEmbedding,
+)
 from transformer_book.position_lm import (
     PositionalSelfAttention,
     PositionLM,
@@ -479,6 +484,92 @@ BLOCKS = [
 
 @pytest.mark.parametrize(("call", "error", "match"), BLOCKS)
 def test_blocks(call, error, match):
+    expect(call, error, match)
+
+
+# ---------------------------------------------------------------- models
+def translator():
+    torch.manual_seed(0)
+    cfg = EncoderDecoderConfig(13, 6, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+    return EncoderDecoder(cfg)
+
+
+SRC = torch.randint(1, 13, (2, 5), generator=torch.Generator().manual_seed(0))
+EMBED = TokenEmbedding(13, 16, 6, 0.0)
+
+MODELS = [
+    bad(
+        "config-float",
+        lambda: EncoderDecoderConfig(13.0, 6),
+        TypeError,
+        r"vocab_size must be an int",
+    ),
+    bad("config-0", lambda: EncoderDecoderConfig(13, 0), ValueError, r"max_len must"),
+    bad(
+        "config-pad", lambda: EncoderDecoderConfig(13, 6, pad_id=13), ValueError, "pad"
+    ),
+    bad("config-type", lambda: EncoderDecoder({"vocab_size": 3}), TypeError, r"cfg"),
+    bad(
+        "src-float",
+        lambda: translator()(SRC.float(), SRC),
+        TypeError,
+        r"src must be \(B, S\) integer token ids",
+    ),
+    bad(
+        "tgt-range",
+        lambda: translator()(SRC, SRC + 12),
+        ValueError,
+        r"tgt holds token ids outside \[0, vocab_size=13\)",
+    ),
+    bad(
+        "tgt-empty",
+        lambda: translator()(SRC, SRC[:, :0]),
+        ValueError,
+        r"tgt has 0 positions, outside \[1, max_len=6\]",
+    ),
+    bad(
+        "src-long",
+        lambda: translator()(SRC.repeat(1, 2), SRC),
+        ValueError,
+        r"src has 10 positions",
+    ),
+    bad("batch", lambda: translator()(SRC, SRC[:1]), ValueError, r"different batch"),
+    bad(
+        "decode-memory",
+        lambda: translator().decode(SRC, randn(2, 4, 16), SRC),
+        ValueError,
+        r"memory must have shape \(B, S, d_model\) = \(2, 5, 16\)",
+    ),
+    bad(
+        "greedy-bos",
+        lambda: translator().greedy_decode(SRC, 13, 2),
+        ValueError,
+        r"bos_id=13 is not a token id",
+    ),
+    bad(
+        "greedy-steps",
+        lambda: translator().greedy_decode(SRC, 1, 2, max_new_tokens=2.5),
+        TypeError,
+        r"max_new_tokens must be an int",
+    ),
+    bad(
+        "embed-dropout",
+        lambda: TokenEmbedding(13, 16, 6, 1.5),
+        ValueError,
+        r"dropout must be in \[0, 1\]",
+    ),
+    bad("embed-range", lambda: EMBED(SRC - 13), ValueError, r"idx holds token ids"),
+    bad(
+        "embed-long",
+        lambda: EMBED(SRC.repeat(1, 2)),
+        ValueError,
+        r"idx has 10 positions, more than max_len=6",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), MODELS)
+def test_models(call, error, match):
     expect(call, error, match)
 
 
