@@ -107,8 +107,13 @@ def test_t5_rows_are_text_to_text(tok, step):
     assert src.shape[0] == decoder_in.shape[0] == targets.shape[0]
     assert (decoder_in[:, 0] == tok.bos_id).all()
     real = targets != IGNORE
-    assert torch.equal(decoder_in[:, 1:][real[:, :-1]], targets[:, :-1][real[:, :-1]])
-    for row_src, row_target, row_text in zip(src, targets, text, strict=True):
+    # teacher forcing: the decoder reads each target one step later, up to the last
+    # real target (the end token), which nothing reads
+    shifted = real[:, :-1] & real[:, 1:]
+    assert torch.equal(decoder_in[:, 1:][shifted], targets[:, :-1][shifted])
+    assert not (decoder_in[:, 1:][real[:, :-1] & ~real[:, 1:]] == tok.eos_id).any()
+    n = len(text)  # the text rows come first, then the task rows
+    for row_src, row_target, row_text in zip(src[:n], targets[:n], text, strict=True):
         answer = row_target[row_target != IGNORE]
         assert answer[-1] == tok.eos_id
         kept = row_src[row_src != tok.pad_id]

@@ -8,5 +8,11 @@ the experiment, not of one lucky run on one machine. One module per experiment:
 =================  ======================================================  =======
 module             experiment                                              chapter
 =================  ======================================================  =======
+``recall``         LSTMs against one attention layer: recall at 4-64       1
+``lookup``         dictionary look-up, attention against a uniform average 2
+``heads``          one head against two; head kinds and ablations          3
+``extrapolation``  positional schemes trained short, tested long           4
+``translation``    the encoder-decoder on the toy translation task         5
+``variants``       GPT, BERT and T5 on the same corpus and probes          6
 =================  ======================================================  =======
 """
