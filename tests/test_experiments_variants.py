@@ -10,12 +10,14 @@ from transformer_book.experiments import variants
 from transformer_book.experiments.variants import (
     BLOCK_LEN,
     MODELS,
+    TASK_LABELS,
     TASK_PREFIX,
     TASK_ROWS,
     TEXT_ROWS,
     format_batch,
     raw_batches,
     run_variants,
+    task_pairs,
     variant_models,
 )
 from transformer_book.experiments.variants_probes import MIN_TOKENS, make_probes
@@ -43,10 +45,20 @@ def step(tok, stream):
 def test_raw_batches_follow_the_seed(tok, stream, step):
     text, tasks = step
     assert text.shape == (TEXT_ROWS, BLOCK_LEN) and len(tasks) == TASK_ROWS
-    assert all(3 <= len(x) <= 6 and tok.eos_id not in x.tolist() for x in tasks)
+    answers = {tok.encode(label)[0] for label in TASK_LABELS}
+    assert all(len(y) == 1 and y[0] in answers for _, y in tasks)
     again = raw_batches(tok, stream, steps=2, seed=4)[1]
-    assert torch.equal(again[0], text)
+    assert torch.equal(again[0], text) and again[1] == tasks
     assert not torch.equal(raw_batches(tok, stream, steps=2, seed=5)[1][0], text)
+
+
+def test_the_topic_task_is_a_fixed_split(tok):
+    train, test = task_pairs(tok, "train"), task_pairs(tok, "test")
+    assert (len(train), len(test)) == (561, 185)
+    longest = len(tok.encode(TASK_PREFIX)) + max(len(x) for x, _ in train) + 3
+    assert longest <= BLOCK_LEN
+    assert not {tuple(x) for x, _ in train} & {tuple(x) for x, _ in test}
+    assert [tok.decode(y) for _, y in test[:1]] == [TASK_LABELS[0]]
 
 
 def test_the_three_models_share_their_sizes(tok):
@@ -69,18 +81,15 @@ def test_gpt_rows_predict_the_next_token_and_the_answer(tok, step):
     assert torch.equal(inputs[:TEXT_ROWS], text[:, :-1])
     assert torch.equal(targets[:TEXT_ROWS], text[:, 1:])
     prefix = tok.encode(TASK_PREFIX)
-    for row, labels, x in zip(
+    for row, labels, (x, y) in zip(
         inputs[TEXT_ROWS:], targets[TEXT_ROWS:], tasks, strict=True
     ):
-        n = len(x)
-        start = len(prefix) + n  # the position of [SEP]
+        start = len(prefix) + len(x)  # the position of [SEP]
         assert row[: len(prefix)].tolist() == prefix and row[start] == tok.sep_id
+        assert row[len(prefix) : start].tolist() == x
         assert (labels[:start] == IGNORE).all()
-        assert labels[start : start + n].tolist() == x.flip(0).tolist()
-        assert (
-            labels[start + n] == tok.eos_id
-            and (labels[start + n + 1 :] == IGNORE).all()
-        )
+        assert labels[start : start + 2].tolist() == y + [tok.eos_id]
+        assert (labels[start + 2 :] == IGNORE).all()
 
 
 def test_bert_rows_predict_the_chosen_tokens_and_the_answer(tok, step):
@@ -91,12 +100,13 @@ def test_bert_rows_predict_the_chosen_tokens_and_the_answer(tok, step):
     chosen = labels[:TEXT_ROWS] != IGNORE
     assert 0.1 < chosen.float().mean() < 0.2
     assert torch.equal(labels[:TEXT_ROWS][chosen], text[chosen])
-    for row, row_labels, x in zip(
+    for row, row_labels, (_x, y) in zip(
         inputs[TEXT_ROWS:], labels[TEXT_ROWS:], tasks, strict=True
     ):
         answer = row == tok.mask_id
-        assert answer.sum() == len(x)
-        assert row_labels[answer].tolist() == x.flip(0).tolist()
+        assert answer.sum() == len(y) == 1
+        assert row[answer.nonzero()[0, 0] - 1] == tok.sep_id
+        assert row_labels[answer].tolist() == y
         assert (row_labels[~answer] == IGNORE).all()
 
 
@@ -119,31 +129,29 @@ def test_t5_rows_are_text_to_text(tok, step):
         kept = row_src[row_src != tok.pad_id]
         assert torch.equal(span_restore(kept, answer[:-1], tok.sentinel_ids), row_text)
     prefix = tok.encode(TASK_PREFIX)
-    for row_src, row_target, x in zip(
+    for row_src, row_target, (x, y) in zip(
         src[TEXT_ROWS:], targets[TEXT_ROWS:], tasks, strict=True
     ):
-        assert row_src[row_src != tok.pad_id].tolist() == prefix + x.tolist()
-        assert row_target[row_target != IGNORE].tolist() == x.flip(0).tolist() + [
-            tok.eos_id
-        ]
+        assert row_src[row_src != tok.pad_id].tolist() == prefix + x
+        assert row_target[row_target != IGNORE].tolist() == y + [tok.eos_id]
 
 
 def test_the_probes_are_fixed_held_out_items(tok, stream):
-    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, (3, 6))
+    tasks = task_pairs(tok, "test")
+    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, tasks)
     n = len(probes.target)
     assert probes.ids.shape == (n, BLOCK_LEN) and n > 200
     lengths = (probes.ids != tok.pad_id).sum(1)
     assert (lengths >= MIN_TOKENS).all() and torch.equal(probes.position, lengths // 2)
     assert torch.equal(probes.target, probes.ids[torch.arange(n), probes.position])
-    assert len(probes.task_inputs) == n
-    assert {len(x) for x in probes.task_inputs} == {3, 4, 5, 6}
-    again = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, (3, 6))
-    assert (
-        torch.equal(again.ids, probes.ids) and again.task_inputs == probes.task_inputs
-    )
+    assert probes.tasks == tasks and probes.prefix == tok.encode(TASK_PREFIX)
+    again = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, tasks)
+    assert torch.equal(again.ids, probes.ids)
     b = probes.baselines
     assert 0.02 < b["unigram_acc"] < 0.1 and 200 < b["unigram_ppl"] < 800
-    assert 0.05 < b["copy_task_acc"] < 0.2
+    assert b["majority_task_acc"] == pytest.approx(77 / 185)  # " statements"
+    with pytest.raises(ValueError, match="one token"):
+        make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, [([5], [6, 7])])
 
 
 def test_run_variants_returns_its_measurements():
@@ -160,7 +168,6 @@ def test_run_variants_returns_its_measurements():
             "next_acc",
             "next_ppl",
             "task_acc",
-            "task_exact",
         }
         assert all(0.0 <= scores[k] <= 1.0 for k in scores if not k.endswith("ppl"))
     gpt = run.scores["GPT"]

@@ -5,16 +5,18 @@ book's ``train`` on the same batches of the same corpus (``corpus``, tokenized b
 ``tokenizer.get_tokenizer()``) for the same number of steps, each with its own
 objective: GPT predicts every next token, BERT the 15% of tokens ``mask_tokens``
 chose, T5 the spans ``span_corrupt`` dropped. A quarter of every batch is a small
-text-to-text task, the same for the three: "reverse:" followed by a few tokens of
-text, answered by the same tokens in reverse order. Each model writes it its own
+text-to-text task, the same for the three: "topic:" and a sentence of one of four
+topics (``corpus.topic_sentences``), answered by one word naming the topic
+(" statements", " debugger", " format", " methods"). Each model writes it its own
 way: T5 as source and target, GPT as one sequence (prompt, [SEP], answer), BERT
-as the prompt, [SEP] and one [MASK] per answer token (it fills them all at once).
+as the prompt, [SEP] and a [MASK] to fill.
 
-Then the three answer the same three probes on held-out text (``probes``): (a)
-fill a blank in the middle of a sentence, (b) predict the token that continues a
-sentence cut at the same place, (c) reverse held-out token sequences. A seed fixes
-the weights (``set_seed(seed)`` before each model) and the batches and
-corruptions (``Generator().manual_seed(seed + 1)``); the probes are fixed.
+Then the three answer the same three probes (``variants_probes``): (a) fill a
+blank in the middle of a held-out sentence, (b) predict the token that continues
+the sentence cut at the same place, (c) name the topic of the held-out test
+sentences. A seed fixes the weights (``set_seed(seed)`` before each model) and
+the batches and corruptions (``Generator().manual_seed(seed + 1)``); the probes
+are fixed.
 
 Shape letters: B batch, T block length, S source positions, V vocabulary size.
 """
@@ -28,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..corpus import paragraphs
+from ..corpus import CLASSIFICATION_TOPICS, paragraphs, topic_sentences
 from ..device import set_seed
 from ..models import BERT, GPT, T5, BERTConfig, GPTConfig, T5Config
 from ..models.bert import IGNORE_INDEX, mask_tokens
@@ -44,7 +46,9 @@ __all__ = [
     "TASK_ROWS",
     "STEPS",
     "TASK_PREFIX",
+    "TASK_LABELS",
     "variant_models",
+    "task_pairs",
     "raw_batches",
     "format_batch",
     "VariantsRun",
@@ -53,13 +57,13 @@ __all__ = [
 
 MODELS = ("BERT", "GPT", "T5")
 BLOCK_LEN = 64  # T: tokens per window of text, and max_len of the models
-TEXT_ROWS = 24  # windows of text per batch
-TASK_ROWS = 8  # text-to-text task pairs per batch
+TEXT_ROWS = 12  # windows of text per batch
+TASK_ROWS = 4  # text-to-text task pairs per batch
 STEPS = 200  # training steps of each model
 LR = 3e-3  # AdamW's peak rate, reached after WARMUP steps
 WARMUP = 20
-TASK_PREFIX = "reverse:"  # the task prefix, T5-style
-TASK_LENGTHS = (3, 6)  # shortest and longest task input, in tokens
+TASK_PREFIX = "topic:"  # the task prefix, T5-style
+TASK_LABELS = (" statements", " debugger", " format", " methods")  # one token each
 SIZES = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)  # the same for the three
 
 
@@ -77,35 +81,37 @@ def variant_models(vocab_size: int, seed: int = 0) -> dict[str, nn.Module]:
     return models
 
 
-def _task_pairs(stream: Tensor, rows: int, gen: torch.Generator, eos_id: int):
-    """``rows`` task inputs: runs of TASK_LENGTHS tokens of ``stream`` without [EOS]."""
-    lo, hi = TASK_LENGTHS
-    out = []
-    while len(out) < rows:
-        n = int(torch.randint(lo, hi + 1, (1,), generator=gen))
-        start = int(torch.randint(len(stream) - n, (1,), generator=gen))
-        chunk = stream[start : start + n]
-        if not (chunk == eos_id).any():
-            out.append(chunk)
-    return out
+def task_pairs(tok: BPETokenizer, split: str) -> list[tuple[list[int], list[int]]]:
+    """The topic task's (sentence, answer) token pairs of ``split`` ("train"/"test").
+
+    The sentence is cut so that prefix, sentence, [SEP] and answer fit BLOCK_LEN.
+    """
+    texts, labels = topic_sentences(split, CLASSIFICATION_TOPICS)
+    answers = [tok.encode(label) for label in TASK_LABELS]
+    if any(len(a) != 1 for a in answers):
+        raise RuntimeError("every topic label must be one token")
+    room = BLOCK_LEN - len(tok.encode(TASK_PREFIX)) - 3
+    return [
+        (tok.encode(t)[:room], answers[y]) for t, y in zip(texts, labels, strict=True)
+    ]
 
 
 def raw_batches(
     tok: BPETokenizer, stream: Tensor, steps: int, seed: int
-) -> list[tuple[Tensor, list[Tensor]]]:
+) -> list[tuple[Tensor, list]]:
     """The raw data of every step, shared by the three models.
 
     Each step: TEXT_ROWS windows of BLOCK_LEN tokens (TEXT_ROWS, T), and TASK_ROWS
-    task inputs of 3 to 6 tokens.
+    (sentence, answer) pairs of the topic task.
     """
     gen = torch.Generator().manual_seed(seed + 1)
-    return [
-        (
-            random_blocks(stream, TEXT_ROWS, BLOCK_LEN, gen),
-            _task_pairs(stream, TASK_ROWS, gen, tok.eos_id),
-        )
-        for _ in range(steps)
-    ]
+    pairs = task_pairs(tok, "train")
+    out = []
+    for _ in range(steps):
+        text = random_blocks(stream, TEXT_ROWS, BLOCK_LEN, gen)
+        picks = torch.randint(len(pairs), (TASK_ROWS,), generator=gen).tolist()
+        out.append((text, [pairs[i] for i in picks]))
+    return out
 
 
 def _pad(rows: list[list[int]], value: int) -> Tensor:
@@ -117,37 +123,37 @@ def format_batch(
     name: str,
     tok: BPETokenizer,
     text: Tensor,
-    tasks: list[Tensor],
+    tasks: list[tuple[list[int], list[int]]],
     gen: torch.Generator,
 ):
     """One step's (inputs, targets) for ``train``, in model ``name``'s format.
 
-    Targets are IGNORE_INDEX where there is nothing to predict.
+    ``tasks`` holds (sentence, answer) token lists. Targets are IGNORE_INDEX where
+    there is nothing to predict.
     """
     prefix = tok.encode(TASK_PREFIX)
-    pairs = [(x.tolist(), x.flip(0).tolist()) for x in tasks]
     pad, ign = tok.pad_id, IGNORE_INDEX
     if name == "GPT":  # predict every next token; on task rows, only the answer
         rows = [w.tolist() for w in text] + [
-            prefix + x + [tok.sep_id] + y + [tok.eos_id] for x, y in pairs
+            prefix + x + [tok.sep_id] + y + [tok.eos_id] for x, y in tasks
         ]
         labels = [r[1:] for r in rows[: len(text)]] + [
-            [ign] * (len(prefix) + len(x)) + y + [tok.eos_id] for x, y in pairs
+            [ign] * (len(prefix) + len(x)) + y + [tok.eos_id] for x, y in tasks
         ]
         return _pad([r[:-1] for r in rows], pad), _pad(labels, ign)
-    if name == "BERT":  # predict the chosen tokens; on task rows, all the answer
+    if name == "BERT":  # predict the chosen tokens; on task rows, the answer
         inputs, labels = mask_tokens(
             text, tok.vocab_size, tok.mask_id, tok.special_ids, gen
         )
         rows = inputs.tolist() + [
-            prefix + x + [tok.sep_id] + [tok.mask_id] * len(y) for x, y in pairs
+            prefix + x + [tok.sep_id] + [tok.mask_id] * len(y) for x, y in tasks
         ]
-        task_labels = [[ign] * (len(prefix) + len(x) + 1) + y for x, y in pairs]
+        task_labels = [[ign] * (len(prefix) + len(x) + 1) + y for x, y in tasks]
         return _pad(rows, pad), _pad(labels.tolist() + task_labels, ign)
     if name == "T5":  # text to text: the dropped spans, or the task's answer
         src, tgt = span_corrupt(text, tok.sentinel_ids, generator=gen)
-        sources = src.tolist() + [prefix + x for x, _ in pairs]
-        answers = tgt.tolist() + [y for _, y in pairs]
+        sources = src.tolist() + [prefix + x for x, _ in tasks]
+        answers = tgt.tolist() + [y for _, y in tasks]
         decoder_in = _pad([[tok.bos_id] + a for a in answers], pad)
         targets = _pad([a + [tok.eos_id] for a in answers], ign)
         return (_pad(sources, pad), decoder_in), targets
@@ -171,7 +177,7 @@ class VariantsRun:
     targets_seen: dict[str, int]  # positions with a loss: a training signal
     seconds: dict[str, float]  # training time on this machine
     scores: dict[str, dict[str, float]]  # probe -> score, from probes.score_model
-    baselines: dict[str, float]  # unigram and copy baselines of the probes
+    baselines: dict[str, float]  # unigram and majority-class baselines
     probes: ProbeSet  # the held-out probe items
 
 
@@ -188,7 +194,7 @@ def run_variants(
     tok = get_tokenizer()
     stream = encode_stream(tok, [p for _, p in paragraphs("train")])
     data = raw_batches(tok, stream, steps, seed)
-    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, TASK_LENGTHS)
+    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, task_pairs(tok, "test"))
     models = variant_models(tok.vocab_size, seed)
     histories, tokens, targets, seconds, scores = {}, {}, {}, {}, {}
     for name, model in models.items():

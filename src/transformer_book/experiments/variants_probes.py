@@ -4,13 +4,14 @@
     both sides (GPT, being causal, can only use the left one);
 (b) **next**: the same sentence cut before that token; the model predicts it
     from the left side alone: the same targets as (a), less context;
-(c) **task**: "reverse:" and 3 to 6 tokens of held-out text, answered by the same
-    tokens in reverse order, decoded greedily.
+(c) **task**: "topic:" and a test sentence of ``corpus.topic_sentences``,
+    answered by the one token that names its topic.
 
-Each model answers in its own way: GPT reads the logits one position earlier;
-BERT puts [MASK] at the position (and, for (b), nothing after it); T5 puts the
-sentinel <extra_id_0> there and decodes "<extra_id_0> token". Scores are top-1
-accuracy and perplexity for (a) and (b), token accuracy and exact match for (c).
+Each model answers in its own way: GPT reads the logits one position earlier (for
+(c), at the [SEP] after the sentence); BERT puts [MASK] at the position (and, for
+(b), nothing after it); T5 puts the sentinel <extra_id_0> there and decodes
+"<extra_id_0> token" (for (c), the first token it decodes). Scores are top-1
+accuracy and perplexity for (a) and (b), accuracy for (c).
 
 Shape letters: N probe sentences, L their padded length, V vocabulary size.
 """
@@ -39,7 +40,7 @@ class ProbeSet:
     position: Tensor  # (N,) the hidden position, the middle of each sentence
     target: Tensor  # (N,) the token there
     prefix: list[int]  # the task prefix's token ids
-    task_inputs: list[list[int]]  # (c): token runs to reverse
+    tasks: list[tuple[list[int], list[int]]]  # (c): (sentence, one-token answer)
     baselines: dict[str, float]  # scores that need no model
 
 
@@ -48,9 +49,9 @@ def make_probes(
     train_stream: Tensor,
     max_len: int,
     prefix: str,
-    task_lengths: tuple[int, int],
+    tasks: list[tuple[list[int], list[int]]],
 ) -> ProbeSet:
-    """The probes from the held-out sentences; the same on every call."""
+    """The probes from the held-out sentences and the ``tasks`` test pairs."""
     rows = [tok.encode(s)[:max_len] for s in sentences("heldout")]
     rows = [r for r in rows if len(r) >= MIN_TOKENS]
     ids = torch.full((len(rows), max_len), tok.pad_id)  # (N, L)
@@ -59,24 +60,21 @@ def make_probes(
     lengths = torch.tensor([len(r) for r in rows])
     position = lengths // 2  # (N,)
     target = ids[torch.arange(len(rows)), position]  # (N,)
-    gen = torch.Generator().manual_seed(0)  # fixed: the probes do not follow the seed
-    lo, hi = task_lengths
-    task_inputs = []
-    for i, r in enumerate(rows):
-        n = lo + i % (hi - lo + 1)
-        start = int(torch.randint(len(r) - n + 1, (1,), generator=gen))
-        task_inputs.append(r[start : start + n])
-    # Baselines: the training text's most frequent token, its unigram distribution
+    if any(len(y) != 1 for _, y in tasks):
+        raise ValueError("tasks: every answer must be one token")
+    # Baselines: the training text's most frequent token, its unigram distribution,
+    # and the most frequent answer of the task.
     counts = torch.bincount(train_stream, minlength=tok.vocab_size).double()
     counts[list(tok.special_ids)] = 0
     unigram = (counts + 1) / (counts + 1).sum()  # add-one: no zero probability
-    copied = [sum(a == b for a, b in zip(x, x[::-1], strict=True)) for x in task_inputs]
+    answers = torch.tensor([y[0] for _, y in tasks])
+    majority = torch.bincount(answers).max().item() / len(answers)
     baselines = {
         "unigram_acc": (target == counts.argmax()).double().mean().item(),
         "unigram_ppl": math.exp(-unigram[target].log().mean().item()),
-        "copy_task_acc": sum(copied) / sum(len(x) for x in task_inputs),
+        "majority_task_acc": majority,
     }
-    return ProbeSet(ids, position, target, tok.encode(prefix), task_inputs, baselines)
+    return ProbeSet(ids, position, target, tok.encode(prefix), tasks, baselines)
 
 
 @torch.no_grad()
@@ -102,38 +100,34 @@ def _logits_at(name: str, model: nn.Module, tok, probes: ProbeSet, cut: bool):
 
 
 @torch.no_grad()
-def _task_answers(name: str, model: nn.Module, tok, probes: ProbeSet) -> list:
-    """Each model's greedy answer to every task input, grouped by length."""
+def _task_logits(name: str, model: nn.Module, tok, probes: ProbeSet) -> Tensor:
+    """(N, V) logits for the one-token answer of every task item, in one pass."""
     device = next(model.parameters()).device
-    answers: dict[int, list[int]] = {}
-    by_length: dict[int, list[int]] = {}
-    for i, x in enumerate(probes.task_inputs):
-        by_length.setdefault(len(x), []).append(i)
-    for n, items in by_length.items():
-        prompts = [probes.prefix + probes.task_inputs[i] for i in items]
-        if name == "GPT":
-            idx = torch.tensor([p + [tok.sep_id] for p in prompts], device=device)
-            out = model.generate(idx, n, temperature=0)[:, -n:]
-        elif name == "BERT":
-            idx = torch.tensor(
-                [p + [tok.sep_id] + [tok.mask_id] * n for p in prompts], device=device
-            )
-            out = model(idx)[:, -n:].argmax(dim=-1)
-        elif name == "T5":
-            src = torch.tensor(prompts, device=device)
-            out = model.greedy_decode(src, tok.bos_id, tok.eos_id, n)[:, 1:]
-        else:
-            raise ValueError(f"unknown model name {name!r}")
-        for i, row in zip(items, out.tolist(), strict=True):
-            answers[i] = row
-    return [answers[i] for i in range(len(probes.task_inputs))]
+    prompts = [probes.prefix + x for x, _ in probes.tasks]
+    ends = torch.tensor([len(p) for p in prompts], device=device)  # [SEP] goes here
+    rows = torch.arange(len(prompts), device=device)
+    if name == "T5":
+        src = _padded(prompts, tok.pad_id, device)  # (N, S)
+        decoder_in = torch.full((len(prompts), 1), tok.bos_id, device=device)
+        return model(src, decoder_in)[:, 0]
+    answer = tok.sep_id if name == "GPT" else tok.mask_id
+    idx = _padded([p + [tok.sep_id, answer] for p in prompts], tok.pad_id, device)
+    if name == "GPT":  # the logits at [SEP] predict the answer
+        return model(idx[:, :-1])[rows, ends]
+    if name == "BERT":  # the [MASK] after [SEP]
+        return model(idx)[rows, ends + 1]
+    raise ValueError(f"unknown model name {name!r}")
+
+
+def _padded(rows: list[list[int]], pad: int, device) -> Tensor:
+    length = max(len(r) for r in rows)
+    return torch.tensor([r + [pad] * (length - len(r)) for r in rows], device=device)
 
 
 def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
     """The scores of model ``name`` ("BERT", "GPT" or "T5") on the three probes.
 
-    Returns blank_acc, blank_ppl, next_acc, next_ppl, task_acc (token accuracy)
-    and task_exact (sequences reversed exactly).
+    Returns blank_acc, blank_ppl, next_acc, next_ppl and task_acc.
     """
     model.eval()
     scores = {}
@@ -144,11 +138,7 @@ def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
         right = logits.argmax(dim=-1) == probes.target
         scores[f"{probe}_acc"] = right.double().mean().item()
         scores[f"{probe}_ppl"] = math.exp(nll)
-    answers = _task_answers(name, model, tok, probes)
-    right = [
-        [a == b for a, b in zip(answer + [-1] * len(x), x[::-1], strict=False)]
-        for answer, x in zip(answers, probes.task_inputs, strict=True)
-    ]
-    scores["task_acc"] = sum(map(sum, right)) / sum(map(len, right))
-    scores["task_exact"] = sum(map(all, right)) / len(right)
+    answers = torch.tensor([y[0] for _, y in probes.tasks])
+    predicted = _task_logits(name, model, tok, probes).argmax(dim=-1).cpu()
+    scores["task_acc"] = (predicted == answers).double().mean().item()
     return scores
