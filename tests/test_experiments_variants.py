@@ -18,6 +18,7 @@ from transformer_book.experiments.variants import (
     raw_batches,
     run_variants,
     task_pairs,
+    train_stream,
     variant_models,
 )
 from transformer_book.experiments.variants_probes import MIN_TOKENS, make_probes
@@ -34,7 +35,9 @@ def tok():
 
 @pytest.fixture(scope="module")
 def stream(tok):
-    return encode_stream(tok, [p for _, p in paragraphs("train")])
+    stream = train_stream()
+    assert torch.equal(stream, encode_stream(tok, [p for _, p in paragraphs("train")]))
+    return stream
 
 
 @pytest.fixture(scope="module")

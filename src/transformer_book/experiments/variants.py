@@ -23,6 +23,7 @@ Shape letters: B batch, T block length, S source positions, V vocabulary size.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,8 @@ __all__ = [
     "TASK_LABELS",
     "variant_models",
     "task_pairs",
+    "train_stream",
+    "probe_set",
     "raw_batches",
     "format_batch",
     "VariantsRun",
@@ -94,6 +97,23 @@ def task_pairs(tok: BPETokenizer, split: str) -> list[tuple[list[int], list[int]
     return [
         (tok.encode(t)[:room], answers[y]) for t, y in zip(texts, labels, strict=True)
     ]
+
+
+@functools.cache
+def train_stream() -> Tensor:
+    """The training prose as one stream of ids, [EOS] after each paragraph (cached).
+
+    Shapes: returns (N,) int64; do not modify it.
+    """
+    return encode_stream(get_tokenizer(), [p for _, p in paragraphs("train")])
+
+
+@functools.cache
+def probe_set() -> ProbeSet:
+    """The experiment's probes (cached; the same for every seed)."""
+    tok = get_tokenizer()
+    tasks = task_pairs(tok, "test")
+    return make_probes(tok, train_stream(), BLOCK_LEN, TASK_PREFIX, tasks)
 
 
 def raw_batches(
@@ -192,9 +212,9 @@ def run_variants(
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     tok = get_tokenizer()
-    stream = encode_stream(tok, [p for _, p in paragraphs("train")])
+    stream = train_stream()
     data = raw_batches(tok, stream, steps, seed)
-    probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, task_pairs(tok, "test"))
+    probes = probe_set()
     models = variant_models(tok.vocab_size, seed)
     histories, tokens, targets, seconds, scores = {}, {}, {}, {}, {}
     for name, model in models.items():
