@@ -105,6 +105,11 @@ def test_generate_runs_in_eval_mode_and_restores_the_mode():
         (lambda m: m(torch.ones(1, 3)), "idx must hold integer"),
         (lambda m: m(torch.ones(3).long()), r"idx must be a \(B, T\)"),
         (lambda m: m.generate(ids(1, MAX_LEN + 1), 1), "idx has 25 positions"),
+        (
+            lambda m: m.forward_cached(ids(1, 4), m.forward_cached(ids(1, 21))[1]),
+            "idx has 4 positions after 21 cached ones",
+        ),
+        (lambda m: m(ids(1, 3).short()), "idx must hold integer"),
         (lambda m: m.generate(ids(1, 20), 5), "max_new_tokens=5"),
         (lambda m: m.generate(ids(1, 2), -1), "max_new_tokens"),
         (lambda m: m.generate(torch.tensor([[0, V + 3]]), 2), "idx holds ids"),

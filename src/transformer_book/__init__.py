@@ -15,7 +15,9 @@ module            what it holds                                     chapter
 ``positional``    sinusoidal, learned, T5, RoPE and ALiBi           4
 ``position_lm``   a small language model with a switchable scheme   4
 ``blocks``        encoder and decoder blocks, feed-forward          5
-``models``        the encoder-decoder Transformer, greedy decoding  5
+``models``        the encoder-decoder; GPT, BERT, T5; sampling      5, 6
+``corpus``        pydoc_data's English prose, a fixed shipped copy  6
+``tokenizer``     byte-level BPE and characters, token blocks       6
 ``data``          toy tasks generated on the fly                    1-5
 ``train``         a short training loop, its history, schedules     1-5
 ``plot``          figures in one style (CJK labels included)        all

@@ -27,7 +27,7 @@ def check_ids(name: str, ids: Tensor, vocab_size: int, max_len: int) -> None:
     if not isinstance(ids, Tensor) or ids.dim() != 2:
         shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
         raise ValueError(f"{name} must be a (B, T) tensor of token ids, got {shape}")
-    if ids.dtype not in (torch.long, torch.int, torch.int16, torch.uint8):
+    if ids.dtype not in (torch.long, torch.int):
         raise ValueError(f"{name} must hold integer token ids, got {ids.dtype}")
     if ids.shape[1] < 1:
         raise ValueError(f"{name} has no positions (shape {tuple(ids.shape)})")

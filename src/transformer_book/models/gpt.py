@@ -110,7 +110,12 @@ class GPT(nn.Module):
         Shapes: idx (B, T), cache L x 2 x (B, H, P, Dh) -> logits (B, T, V)
         """
         past = 0 if cache is None else cache[0][0].shape[2]  # P
-        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len - past)
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        if past + idx.shape[1] > self.cfg.max_len:
+            raise ValueError(
+                f"idx has {idx.shape[1]} positions after {past} cached ones, more "
+                f"than max_len={self.cfg.max_len}"
+            )
         x = self.embed(idx, start=past)  # (B, T) -> (B, T, D)
         new_cache = []
         for i, block in enumerate(self.blocks):
