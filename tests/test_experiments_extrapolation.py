@@ -54,16 +54,6 @@ def assert_chapter_claims(result: ExtrapolationResult, cfg: ExtrapolationConfig)
     assert (t5_bias[7] > t5_bias[3:7].max(0).values).all(), "far bucket not mildest"
 
 
-@pytest.fixture
-def one_thread():
-    # The models are tiny: a second thread adds only synchronisation, which costs
-    # minutes when other processes share the cores. The bounds hold with any number.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_chapter_claims_hold_for_other_seeds(seed, one_thread):

@@ -199,16 +199,6 @@ def assert_ablations(r: exp.HeadsResult) -> None:
             assert mean_drop >= zero_drop / 2, f"{lh}: {zero_drop=:.3f}"
 
 
-@pytest.fixture
-def one_thread():
-    # The models are tiny: a second thread adds only synchronisation, which costs
-    # minutes when other processes share the cores. The bounds hold with any number.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_chapters_claims_hold_for_other_seeds(seed, one_thread):

@@ -16,15 +16,6 @@ from transformer_book.experiments.recall import (
 from transformer_book.recurrent import AttentionClassifier, LSTMClassifier
 
 
-@pytest.fixture
-def one_thread():
-    # the chapter runs on one thread; so do its claims here (and faster, on a busy CPU)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_make_model_gives_logits_over_the_symbols(kind):
     model = make_model(kind)

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ..blocks import EncoderBlock
 from ._validation import check_config, check_ids
-from .gpt import gpt2_init_
+from .gpt import build_pre_norm_stack_, gpt2_init_
 
 __all__ = ["BERTConfig", "BERT", "IGNORE_INDEX", "mask_tokens"]
 
@@ -69,22 +68,7 @@ class BERT(nn.Module):
 
     def __init__(self, cfg: BERTConfig):
         super().__init__()
-        self.cfg = cfg
-        self.token = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.position = nn.Embedding(cfg.max_len, cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(
-            EncoderBlock(
-                cfg.d_model,
-                cfg.n_heads,
-                cfg.d_ff,
-                cfg.dropout,
-                norm_first=True,
-                activation="gelu",
-            )
-            for _ in range(cfg.n_layers)
-        )
-        self.norm = nn.LayerNorm(cfg.d_model)
+        build_pre_norm_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size)  # the masked-LM head
         self.output.weight = self.token.weight  # tied; the bias is the head's own
         gpt2_init_(self, cfg.n_layers)  # BERT's N(0, 0.02), as GPT-2's

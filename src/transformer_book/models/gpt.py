@@ -61,22 +61,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.cfg = cfg
-        self.token = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.position = nn.Embedding(cfg.max_len, cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(
-            EncoderBlock(
-                cfg.d_model,
-                cfg.n_heads,
-                cfg.d_ff,
-                cfg.dropout,
-                norm_first=True,
-                activation="gelu",
-            )
-            for _ in range(cfg.n_layers)
-        )
-        self.norm = nn.LayerNorm(cfg.d_model)
+        build_pre_norm_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.output.weight = self.token.weight  # one (V, D) table, two uses
         gpt2_init_(self, cfg.n_layers)
@@ -175,6 +160,31 @@ class GPT(nn.Module):
             out = torch.cat([out, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
         self.train(was_training)
         return out
+
+
+def build_pre_norm_stack_(model: nn.Module, cfg) -> None:
+    """The trunk GPT and BERT share: embeddings, L pre-norm GELU blocks, final LN.
+
+    Sets ``model.cfg``, ``token`` (V, D), ``position`` (max_len, D), ``dropout``,
+    ``blocks`` and ``norm``. The two models differ only in the mask they pass the
+    blocks and in their output head.
+    """
+    model.cfg = cfg
+    model.token = nn.Embedding(cfg.vocab_size, cfg.d_model)
+    model.position = nn.Embedding(cfg.max_len, cfg.d_model)
+    model.dropout = nn.Dropout(cfg.dropout)
+    model.blocks = nn.ModuleList(
+        EncoderBlock(
+            cfg.d_model,
+            cfg.n_heads,
+            cfg.d_ff,
+            cfg.dropout,
+            norm_first=True,
+            activation="gelu",
+        )
+        for _ in range(cfg.n_layers)
+    )
+    model.norm = nn.LayerNorm(cfg.d_model)
 
 
 def gpt2_init_(model: nn.Module, n_layers: int) -> None:
