@@ -1,9 +1,14 @@
-"""The Chapter 3 checkers accept right answers and explain wrong ones."""
+"""The Chapter 3 checkers accept right answers and explain wrong ones.
+
+Per checker: right answers written in several ways (float64 among them) pass, and
+each wrong answer is rejected with a message that names its mistake.
+"""
 
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer_book.attention import MultiHeadAttention, causal_mask
 from transformer_book.exercises import (
@@ -11,6 +16,7 @@ from transformer_book.exercises import (
     check_previous_token_score,
     check_split_heads,
 )
+from transformer_book.probe import attention_on
 
 # split_heads ---------------------------------------------------------------
 
@@ -20,10 +26,24 @@ def split_heads(x, n_heads):
     return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
 
 
-def test_split_heads_accepts_a_right_answer_and_the_package(capsys):
-    check_split_heads(split_heads)
-    check_split_heads(lambda x, h: MultiHeadAttention(x.shape[-1], h).split_heads(x))
-    assert "split_heads: all checks passed" in capsys.readouterr().out
+RIGHT_SPLITS = {
+    "book": split_heads,
+    "package": lambda x, h: MultiHeadAttention(x.shape[-1], h).split_heads(x),
+    "permute": lambda x, h: x.reshape(*x.shape[:2], h, -1).permute(0, 2, 1, 3),
+    "chunks": lambda x, h: torch.stack(x.chunk(h, dim=-1), dim=1),
+    "float64": lambda x, h: split_heads(x.double(), h),
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_SPLITS.values(), ids=RIGHT_SPLITS.keys())
+def test_split_heads_checker_accepts_right_answers(right, capsys):
+    assert check_split_heads(right) is None
+    assert "all checks passed" in capsys.readouterr().out
+
+
+def doubles_in_place(x, n_heads):
+    x *= 2
+    return split_heads(x / 2, n_heads)
 
 
 @pytest.mark.parametrize(
@@ -36,6 +56,7 @@ def test_split_heads_accepts_a_right_answer_and_the_package(capsys):
         ),
         (lambda x, h: x.view(*x.shape[:2], h, -1), r"has shape"),
         (lambda x, h: split_heads(x, h).flip(1), "are wrong"),
+        (doubles_in_place, "modified x in place"),
     ],
 )
 def test_split_heads_names_the_mistake(wrong, message):
@@ -46,23 +67,34 @@ def test_split_heads_names_the_mistake(wrong, message):
 # causal multi-head attention -------------------------------------------------
 
 
-def causal_mha(x, w_q, w_k, w_v, w_o, n_heads, scale_by=None, mask="right", mix=False):
+def causal_mha(x, w_q, w_k, w_v, w_o, n_heads, scale_by=None, mistake=None):
+    """Right by default; ``scale_by`` and ``mistake`` make one mistake."""
     B, T, D = x.shape
     dh = D // n_heads
 
     def split(t):
-        if mix:
+        if mistake == "mix":
             return t.reshape(B, n_heads, T, dh)
         return t.view(B, T, n_heads, dh).transpose(1, 2)
 
+    if mistake == "transposed":
+        w_q, w_k, w_v, w_o = w_q.T, w_k.T, w_v.T, w_o.T
+    if mistake == "scales w_q in place":
+        w_q /= math.sqrt(dh)
+        scale_by = 1
     q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
     scores = q @ k.transpose(-2, -1) / math.sqrt(scale_by or dh)
-    allowed = causal_mask(T)
-    if mask == "flipped":
+    diagonal = {"no diagonal": -1, "one ahead": 1}.get(mistake, 0)
+    allowed = torch.ones(T, T, dtype=torch.bool).tril(diagonal)
+    if mistake == "flipped":
         allowed = allowed.T
-    if mask is not None:
+    if mistake == "lowest value":
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    elif mistake != "no mask":
         scores = scores.masked_fill(~allowed, -math.inf)
-    heads = torch.softmax(scores, dim=-1) @ v
+    heads = torch.softmax(scores, dim=-2 if mistake == "softmax dim" else -1) @ v
+    if mistake == "no transpose":
+        return heads.reshape(B, T, D) @ w_o
     return heads.transpose(1, 2).reshape(B, T, D) @ w_o
 
 
@@ -78,20 +110,46 @@ def package_causal_mha(x, w_q, w_k, w_v, w_o, n_heads):
     return mha(x, mask=causal_mask(x.shape[1]))
 
 
-def test_causal_mha_accepts_a_right_answer_and_the_package(capsys):
-    check_causal_multi_head_attention(causal_mha)
-    check_causal_multi_head_attention(package_causal_mha)
+def fused_causal_mha(x, w_q, w_k, w_v, w_o, n_heads):
+    B, T, D = x.shape
+    q, k, v = ((x @ w).view(B, T, n_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return heads.transpose(1, 2).reshape(B, T, D) @ w_o
+
+
+def in_float64(x, w_q, w_k, w_v, w_o, n_heads):
+    return causal_mha(*(t.double() for t in (x, w_q, w_k, w_v, w_o)), n_heads)
+
+
+RIGHT_MHA = {
+    "by hand": causal_mha,
+    "package": package_causal_mha,
+    "fused": fused_causal_mha,
+    "float64": in_float64,
+    "lowest value": lambda *args: causal_mha(*args, mistake="lowest value"),
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_MHA.values(), ids=RIGHT_MHA.keys())
+def test_causal_mha_checker_accepts_right_answers(right, capsys):
+    assert check_causal_multi_head_attention(right) is None
     assert "all checks passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mask": None}, "future leaks"),
-        ({"mask": "flipped"}, "future leaks"),
+        ({"mistake": "no mask"}, "causal mask is missing"),
+        ({"mistake": "flipped"}, "causal mask is the wrong way round"),
+        ({"mistake": "one ahead"}, "future leaks"),
+        ({"mistake": "no diagonal"}, "contains NaN"),
+        ({"mistake": "mix"}, "mix up positions"),
+        ({"mistake": "no transpose"}, "merged in the wrong order"),
+        ({"mistake": "softmax dim"}, "softmax runs over the queries"),
+        ({"mistake": "transposed"}, "applied transposed"),
+        ({"mistake": "scales w_q in place"}, "modified w_q in place"),
         ({"scale_by": 12}, r"sqrt\(d_model\)"),
         ({"scale_by": 1}, "not scaled"),
-        ({"mix": True}, "mix up positions"),
     ],
 )
 def test_causal_mha_names_the_mistake(kwargs, message):
@@ -121,12 +179,38 @@ def previous_token_score(weights):
     return weights[:, :, t, t - 1].mean(dim=(0, 2))
 
 
-def test_previous_token_score_accepts_right_answers(capsys):
-    from transformer_book.probe import attention_on
+def by_loops(weights):
+    B, H, T, _ = weights.shape
+    return torch.stack(
+        [sum(weights[:, h, t, t - 1].mean() for t in range(1, T)) / (T - 1)
+         for h in range(H)]
+    )  # fmt: skip
 
-    check_previous_token_score(previous_token_score)
-    check_previous_token_score(lambda w: attention_on(w, torch.arange(w.shape[-1]) - 1))
-    assert "previous_token_score: all checks passed" in capsys.readouterr().out
+
+RIGHT_SCORES = {
+    "book": previous_token_score,
+    "probe": lambda w: attention_on(w, torch.arange(w.shape[-1]) - 1),
+    "diagonal": lambda w: w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)),
+    "loops": by_loops,
+    "float64": lambda w: previous_token_score(w.double()),
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_SCORES.values(), ids=RIGHT_SCORES.keys())
+def test_previous_token_score_checker_accepts_right_answers(right, capsys):
+    assert check_previous_token_score(right) is None
+    assert "all checks passed" in capsys.readouterr().out
+
+
+def zeroes_query_0(weights):
+    weights[:, :, 0] = 0.0
+    return previous_token_score(weights)
+
+
+def over_all_queries(weights):
+    T = weights.shape[-1]
+    t = torch.arange(1, T)
+    return weights[:, :, t, t - 1].sum(dim=2).mean(dim=0) / T
 
 
 def diagonal_score(weights, offset):
@@ -145,6 +229,8 @@ def diagonal_score(weights, offset):
         (lambda w: previous_token_score(w)[None], "has shape"),
         (lambda w: previous_token_score(w) * 0.9, "should score 1.0"),
         (lambda w: previous_token_score(w) + torch.tensor([0, 0.1, 0, 0]), "wrong"),
+        (over_all_queries, "divided by all T queries"),
+        (zeroes_query_0, "modified weights in place"),
     ],
 )
 def test_previous_token_score_names_the_mistake(wrong, message):

@@ -1,4 +1,8 @@
-"""The Chapter 4 checkers accept right answers and explain wrong ones."""
+"""The Chapter 4 checkers accept right answers and explain wrong ones.
+
+Per checker: right answers written in several ways (float64 among them) pass, and
+each wrong answer is rejected with a message that names its mistake.
+"""
 
 import math
 
@@ -30,9 +34,32 @@ def table(positions, d_model, base=10000.0, swap=False, halves=False, exponent="
     return torch.stack([s, c], dim=-1).flatten(1)
 
 
-def test_sinusoidal_checker_accepts_correct_tables(capsys):
-    check_sinusoidal_table(table)
-    check_sinusoidal_table(lambda p, d, base=10000.0: table(p, d, base).double())
+def book_table(positions, d_model, base=10000.0):
+    positions = torch.as_tensor(positions, dtype=torch.float32)
+    omega = base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    angle = positions[:, None] * omega  # (T, D/2)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+def by_assignment(positions, d_model, base=10000.0):
+    pe = torch.zeros(len(positions), d_model, dtype=torch.float64)
+    i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = positions.double()[:, None] * base ** (-i / d_model)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle.cos()
+    return pe
+
+
+RIGHT_TABLES = {
+    "by hand": table,
+    "book": book_table,
+    "float64": lambda p, d, base=10000.0: table(p, d, base).double(),
+    "assignment": by_assignment,
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_TABLES.values(), ids=RIGHT_TABLES.keys())
+def test_sinusoidal_checker_accepts_right_answers(right, capsys):
+    assert check_sinusoidal_table(right) is None
     assert "all checks passed" in capsys.readouterr().out
 
 
@@ -66,6 +93,8 @@ def test_sinusoidal_checker_names_the_mistake(kwargs, message):
         (lambda p, d, base=10000.0: table(p, d, base).long(), "floats"),
         (lambda p, d, base=10000.0: table(p, d, base).tolist(), "tensor"),
         (lambda p, d: table(p, d), "unexpected keyword argument 'base'"),
+        (lambda p, d, base=1e4: table(p.long(), d, base), "lost their fractional"),
+        (lambda p, d, base=1e4: table(p.round(), d, base), "lost their fractional"),
     ],
 )
 def test_sinusoidal_checker_catches_other_mistakes(wrong, message):
@@ -96,10 +125,42 @@ def neox(x, positions):
     return x * cos + rotate_half * sin
 
 
-def test_rope_checker_accepts_correct_rotations(capsys):
-    check_rope(apply_rope)
-    check_rope(rope_by_hand)
+def book_rope(x, positions):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angle = positions.float()[:, None] * theta
+    z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2))
+    rotated = z * torch.polar(torch.ones_like(angle), angle)
+    return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
+
+
+RIGHT_ROPES = {
+    "package": apply_rope,
+    "sin and cos": rope_by_hand,
+    "complex": book_rope,
+    "float64": lambda x, p: rope_by_hand(x.double(), p),
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_ROPES.values(), ids=RIGHT_ROPES.keys())
+def test_rope_checker_accepts_right_answers(right, capsys):
+    assert check_rope(right) is None
     assert "all checks passed" in capsys.readouterr().out
+
+
+def written_as_halves(x, positions):
+    out = rope_by_hand(x, positions)
+    return torch.cat([out[..., 0::2], out[..., 1::2]], dim=-1)
+
+
+def three_axes_only(x, positions):
+    B, T, D = x.shape
+    return rope_by_hand(x.view(B, T, D), positions)
+
+
+def rotates_in_place(x, positions):
+    x.copy_(rope_by_hand(x, positions))
+    return x
 
 
 def test_neox_helper_really_is_a_different_rotation():
@@ -117,6 +178,9 @@ def test_neox_helper_really_is_a_different_rotation():
         (lambda x, p: rope_by_hand(x, p + 1), "position 0"),
         (lambda x, p: rope_by_hand(x, p) * 1.5, "length"),
         (lambda x, p: rope_by_hand(x, p)[..., :4], "shape"),
+        (written_as_halves, "two halves"),
+        (three_axes_only, r"shape \(2, 3, 5, 8\): your function raised ValueError"),
+        (rotates_in_place, "modified x in place"),
     ],
 )
 def test_rope_checker_names_the_mistake(wrong, message):
@@ -148,17 +212,44 @@ def reference_slopes(n):
     return pow2(c) + reference_slopes(2 * c)[0::2][: n - c]
 
 
-def test_alibi_checker_accepts_correct_slopes(capsys):
-    check_alibi_slopes(alibi_slopes)
-    check_alibi_slopes(reference_slopes)  # a plain list is fine too
+def book_slopes(n_heads):
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+
+    c = 2 ** math.floor(math.log2(n_heads))
+    return torch.tensor(power_of_two(c) + power_of_two(2 * c)[0::2][: n_heads - c])
+
+
+RIGHT_SLOPES = {
+    "package": alibi_slopes,
+    "list": reference_slopes,
+    "book": book_slopes,
+    "float64": lambda n: torch.tensor(reference_slopes(n), dtype=torch.float64),
+}
+
+
+@pytest.mark.parametrize("right", RIGHT_SLOPES.values(), ids=RIGHT_SLOPES.keys())
+def test_alibi_checker_accepts_right_answers(right, capsys):
+    assert check_alibi_slopes(right) is None
     assert "all checks passed" in capsys.readouterr().out
+
+
+def first_of_the_double_list(n):
+    c = 2 ** math.floor(math.log2(n))
+    return reference_slopes(c) + reference_slopes(2 * c)[: n - c]
 
 
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
         (lambda n: [2 ** (-8 * (i + 1) / n) for i in range(n)], "power of two"),
-        (lambda n: reference_slopes(n)[::-1], "reverse"),
+        (lambda n: reference_slopes(n)[::-1], "reverse order; start with the steep"),
+        (lambda n: sorted(reference_slopes(n), reverse=True), "sorted steepest first"),
+        (
+            lambda n: reference_slopes(n)[:: -1 if n == 6 else 1],
+            "n_heads=6 are in reverse order; start with the slopes for the largest",
+        ),
+        (first_of_the_double_list, "every other slope"),
         (lambda n: [2 ** (-(i + 1)) for i in range(n)], "wrong"),
         (lambda n: reference_slopes(n)[:-1], "shape"),
     ],

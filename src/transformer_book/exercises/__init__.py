@@ -25,8 +25,8 @@ from .ch04_positional import (
     check_rope,
     check_sinusoidal_table,
 )
+from .ch05_beam_search import check_beam_search
 from .ch05_transformer import (
-    check_beam_search,
     check_decoder_block_forward,
     check_decoder_masks,
     check_noam_lr,

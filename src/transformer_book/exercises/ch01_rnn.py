@@ -3,27 +3,43 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-from ._checking import call, checker, expect_close, expect_shape
+from .. import recurrent
+from ._checking import (
+    call,
+    checker,
+    expect_close,
+    expect_shape,
+    expect_unchanged,
+    forbidden,
+    matches,
+    seeded,
+)
 
 __all__ = ["check_rnn_step", "check_gradient_ratio", "check_spectral_radius"]
 
 
 def _number(result, what: str) -> float:
-    """Accept a Python number or a one-element tensor."""
-    if isinstance(result, Tensor):
-        if result.numel() != 1:
+    """Accept a Python or NumPy number, or a one-element tensor or array."""
+    if hasattr(result, "shape") and hasattr(result, "item"):  # a tensor or an array
+        if math.prod(result.shape) != 1:
             raise AssertionError(
-                f"{what} should be one number, got a tensor of shape "
-                f"{tuple(result.shape)}"
+                f"{what} should be one number, got a {type(result).__name__} of "
+                f"shape {tuple(result.shape)}"
             )
         result = result.item()
-    if isinstance(result, bool) or not isinstance(result, (int, float)):
+    if isinstance(result, numbers.Complex) and not isinstance(result, numbers.Real):
+        raise AssertionError(
+            f"{what} should be a real number, got the complex number {result}"
+        )
+    if isinstance(result, bool) or not isinstance(result, numbers.Real):
         raise AssertionError(f"{what} should be a number, got {type(result).__name__}")
+    result = float(result)
     if not math.isfinite(result):
         raise AssertionError(f"{what} is {result}, not a finite number")
     return float(result)
@@ -35,19 +51,25 @@ def _close(a: float, b: float, rel: float = 1e-4) -> bool:
 
 @checker("rnn_step")
 def check_rnn_step(fn: Callable) -> None:
-    """``fn(x_t, h_prev, W_ih, W_hh, b)`` = tanh(x_t W_ih^T + h_prev W_hh^T + b)."""
+    """``fn(x_t, h_prev, W_ih, W_hh, b)`` = tanh(x_t W_ih^T + h_prev W_hh^T + b).
+
+    Without ``nn.RNNCell`` or the package's ``rnn_step``: while it runs, they raise.
+    """
     gen = torch.Generator().manual_seed(11)
-    for B, D, H in ((3, 4, 5), (1, 6, 2)):
+    for B, D, H in ((2, 3, 3), (3, 4, 5), (1, 6, 2)):  # D = H: W_ih^T fits too
         x = torch.randn(B, D, generator=gen)
         h = torch.randn(B, H, generator=gen)
         w_ih = torch.randn(H, D, generator=gen) / math.sqrt(D)
         w_hh = torch.randn(H, H, generator=gen) / math.sqrt(H)
         b = torch.randn(H, generator=gen)
-        args = (x.clone(), h.clone(), w_ih.clone(), w_hh.clone(), b.clone())
-        out = call(fn, *args)
-        shapes = f"x_t {(B, D)}, h_prev {(B, H)}, W_ih {(H, D)}, W_hh {(H, H)}"
-        expect_shape(out, (B, H), f"h_t for {shapes}")
-        out = out.detach()
+        with seeded(0):
+            cell = nn.RNNCell(D, H)
+        with torch.no_grad():
+            cell.weight_ih.copy_(w_ih)
+            cell.weight_hh.copy_(w_hh)
+            cell.bias_ih.copy_(b)
+            cell.bias_hh.zero_()
+            expected = cell(x, h)
         z = x @ w_ih.T + h @ w_hh.T + b  # (B, H)
         mistakes = (
             (z, "h_t is not squashed: apply tanh to the sum"),
@@ -61,18 +83,27 @@ def check_rnn_step(fn: Callable) -> None:
                 "W_hh is applied transposed: like nn.RNNCell, W_hh[i, j] maps unit "
                 "j of h_prev to unit i of h_t",
             ),
+            (
+                torch.tanh(x @ w_ih + h @ w_hh.T + b) if D == H else None,
+                "W_ih is applied transposed: like nn.RNNCell, W_ih[i, j] maps "
+                "feature j of x_t to unit i of h_t",
+            ),
             (torch.tanh(x @ w_ih.T + h @ w_hh.T), "the bias b is missing"),
         )
+        inputs = {"x_t": x, "h_prev": h, "W_ih": w_ih, "W_hh": w_hh, "b": b}
+        given = {name: t.clone() for name, t in inputs.items()}
+        with (
+            forbidden(nn, "RNNCell", "nn.RNNCell", reader=fn),
+            forbidden(recurrent, "rnn_step", reader=fn),
+        ):
+            out = call(fn, *given.values())
+        for name, t in inputs.items():
+            expect_unchanged(given[name], t, name)
+        shapes = f"x_t {(B, D)}, h_prev {(B, H)}, W_ih {(H, D)}, W_hh {(H, H)}"
+        expect_shape(out, (B, H), f"h_t for {shapes}")
         for wrong, message in mistakes:
-            if torch.allclose(out, wrong, atol=1e-5):
+            if wrong is not None and matches(out, wrong):
                 raise AssertionError(message)
-        cell = nn.RNNCell(D, H)
-        with torch.no_grad():
-            cell.weight_ih.copy_(w_ih)
-            cell.weight_hh.copy_(w_hh)
-            cell.bias_ih.copy_(b)
-            cell.bias_hh.zero_()
-            expected = cell(x, h)
         expect_close(out, expected, f"h_t for {shapes}")
 
 
@@ -94,22 +125,32 @@ def _all_outputs_ratio(rnn: nn.RNN, x: Tensor) -> float:
 def check_gradient_ratio(fn: Callable) -> None:
     """``fn(rnn, x)`` returns ||dL/dx_0|| / ||dL/dx_{T-1}||, L = sum of h_T."""
     for seed, radius in ((12, 0.5), (13, 3.0)):
-        torch.manual_seed(seed)
-        rnn = nn.RNN(3, 6, batch_first=True).double()
+        with seeded(seed):
+            rnn = nn.RNN(3, 6, batch_first=True).double()
+            x = torch.randn(4, 12, 3, dtype=torch.float64)
         with torch.no_grad():
             w = rnn.weight_hh_l0
             w.mul_(radius / torch.linalg.eigvals(w).abs().max())
-        x = torch.randn(4, 12, 3, dtype=torch.float64)
         expected = _reference_ratio(rnn, x)
-        got = _number(call(fn, rnn, x.clone()), f"the ratio for radius {radius}")
+        all_outputs = _all_outputs_ratio(rnn, x)
+        weights = {k: v.clone() for k, v in rnn.state_dict().items()}
+        given = x.clone()
+        got = call(fn, rnn, given)
+        expect_unchanged(given, x, "x")
+        expect_unchanged(rnn, weights, "the rnn (its weights or their dtype)")
+        got = _number(got, f"the ratio for radius {radius}")
         if _close(got, 1.0 / expected):
             raise AssertionError(
                 "the ratio is upside down: divide the gradient norm at the farthest "
                 "step x_0 by the one at the nearest step x_{T-1}"
             )
-        if _close(got, _all_outputs_ratio(rnn, x)):
+        if _close(got, all_outputs):
             raise AssertionError(
                 "the loss sums every step's output; use only the last hidden state h_T"
+            )
+        if _close(got, expected**2):
+            raise AssertionError(
+                "the norms are squared: use the norms themselves (torch.linalg.norm)"
             )
         if not _close(got, expected):
             raise AssertionError(
@@ -132,7 +173,7 @@ def check_spectral_radius(fn: Callable) -> None:
         (torch.tensor([[0.5, 10.0], [0.0, 0.5]]), 0.5, "a shear, with norm about 10"),
     )
     for w, expected, what in cases:
-        got = _number(call(fn, w.clone()), f"the spectral radius for {what}")
+        got = _number(_call_on_copy(fn, w), f"the spectral radius for {what}")
         if _close(got, torch.linalg.matrix_norm(w, 2).item(), 1e-3) and not _close(
             got, expected, 1e-3
         ):
@@ -152,8 +193,23 @@ def check_spectral_radius(fn: Callable) -> None:
             )
     w = torch.randn(8, 8, generator=torch.Generator().manual_seed(14))
     expected = torch.linalg.eigvals(w).abs().max().item()
-    got = _number(call(fn, w.clone()), "the spectral radius of a random 8 x 8 matrix")
+    got = _number(_call_on_copy(fn, w), "the spectral radius of a random 8 x 8 matrix")
+    if any(
+        _close(got, torch.linalg.eigvalsh(w, UPLO=t).abs().max().item(), 1e-4)
+        for t in ("L", "U")
+    ):
+        raise AssertionError(
+            "that is the spectral radius of a symmetric matrix made from one "
+            "triangle of W: eigvalsh assumes W is symmetric, and it is not"
+        )
     if not _close(got, expected, 1e-4):
         raise AssertionError(
             f"the spectral radius of a random 8 x 8 matrix is wrong (got {got:.4g})"
         )
+
+
+def _call_on_copy(fn: Callable, w: Tensor):
+    given = w.clone()
+    result = call(fn, given)
+    expect_unchanged(given, w, "W")
+    return result

@@ -6,8 +6,16 @@ import math
 from collections.abc import Callable
 
 import torch
+from torch import Tensor
 
-from ._checking import call, checker, expect_close, expect_shape
+from ._checking import (
+    call,
+    checker,
+    expect_close,
+    expect_shape,
+    expect_unchanged,
+    matches,
+)
 
 __all__ = [
     "check_split_heads",
@@ -22,18 +30,20 @@ def check_split_heads(fn: Callable) -> None:
     gen = torch.Generator().manual_seed(4)
     for B, T, D, H in ((2, 5, 12, 3), (1, 7, 8, 2), (3, 4, 6, 1)):
         x = torch.randn(B, T, D, generator=gen)
-        out = call(fn, x, H)
+        given = x.clone()
+        out = call(fn, given, H)
+        expect_unchanged(given, x, "x")
         expect_shape(out, (B, H, T, D // H), f"the heads of x {(B, T, D)}, H={H}")
         expected = x.view(B, T, H, D // H).transpose(1, 2)
-        if torch.equal(out, expected):
+        if matches(out, expected, 0, 0):
             continue
-        if torch.equal(out, x.reshape(B, H, T, D // H)):
+        if matches(out, x.reshape(B, H, T, D // H), 0, 0):
             raise AssertionError(
                 "the shape is right but the numbers are scrambled across positions: "
                 "head h must hold, for every position t, that position's features "
                 "h*Dh .. (h+1)*Dh - 1 (look at out[0, 0, 1] and x[0, 1])"
             )
-        if torch.equal(out, x.view(B, T, D // H, H).permute(0, 3, 1, 2)):
+        if matches(out, x.view(B, T, D // H, H).permute(0, 3, 1, 2), 0, 0):
             raise AssertionError(
                 "each head takes every H-th feature; head h should take one "
                 "contiguous block of D/H features"
@@ -41,22 +51,50 @@ def check_split_heads(fn: Callable) -> None:
         raise AssertionError(f"the heads of x {(B, T, D)} with H={H} are wrong")
 
 
-def _reference_causal_mha(x, w_q, w_k, w_v, w_o, n_heads, scale_by=None, mix=False):
-    """The right answer; ``scale_by`` and ``mix`` reproduce two common mistakes."""
+def _reference_causal_mha(
+    x, w_q, w_k, w_v, w_o, n_heads, scale_by=None, mistake=None
+) -> Tensor:
+    """The right answer in float64; ``scale_by`` and ``mistake`` reproduce errors."""
+    x, w_q, w_k, w_v, w_o = (t.double() for t in (x, w_q, w_k, w_v, w_o))
+    if mistake == "transposed weights":  # nn.Linear's x @ W.T habit
+        w_q, w_k, w_v, w_o = w_q.T, w_k.T, w_v.T, w_o.T
     B, T, D = x.shape
     dh = D // n_heads
 
     def split(t):
-        if mix:  # reshaped straight to (B, H, T, Dh): positions get mixed
+        if mistake == "mix":  # reshaped straight to (B, H, T, Dh): positions mix
             return t.reshape(B, n_heads, T, dh)
         return t.view(B, T, n_heads, dh).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
 
     q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
     scores = q @ k.transpose(-2, -1) / math.sqrt(scale_by or dh)  # (B, H, T, T)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    scores = scores.masked_fill(~causal, -math.inf)
-    heads = torch.softmax(scores, dim=-1) @ v  # (B, H, T, Dh)
+    diagonal = -1 if mistake == "no diagonal" else 0
+    causal = torch.ones(T, T, dtype=torch.bool).tril(diagonal)
+    if mistake == "flipped mask":
+        causal = causal.T
+    if mistake != "no mask":
+        scores = scores.masked_fill(~causal, -math.inf)
+    heads = torch.softmax(scores, dim=-2 if mistake == "softmax over queries" else -1)
+    heads = heads @ v  # (B, H, T, Dh)
+    if mistake == "merge without transpose":
+        return heads.reshape(B, T, D) @ w_o
     return heads.transpose(1, 2).reshape(B, T, D) @ w_o  # (B, T, D)
+
+
+_MHA_MISTAKES = {
+    "mix": "the heads mix up positions: when you split (B, T, D) into heads, each "
+    "head must keep the T positions apart (see split_heads)",
+    "merge without transpose": "the heads are merged in the wrong order: bring the "
+    "positions back in front of the heads, (B, H, T, Dh) -> (B, T, H, Dh), before "
+    "reshaping to (B, T, D)",
+    "softmax over queries": "the softmax runs over the queries: each query's "
+    "weights over the keys (the last axis) must sum to 1",
+    "no mask": "the causal mask is missing: position t must not see positions after t",
+    "flipped mask": "the causal mask is the wrong way round: position t may see "
+    "keys 0..t, not t..T-1",
+    "transposed weights": "the weights are applied transposed: here Q = x W^Q, "
+    "so multiply x @ w_q (w is not an nn.Linear weight)",
+}
 
 
 @checker("causal_multi_head_attention")
@@ -66,26 +104,37 @@ def check_causal_multi_head_attention(fn: Callable) -> None:
     B, T, D, H = 2, 6, 12, 3
     x = torch.randn(B, T, D, generator=gen)
     w_q, w_k, w_v, w_o = (torch.randn(D, D, generator=gen) / D**0.5 for _ in range(4))
-    args = (w_q, w_k, w_v, w_o, H)
-    out = call(fn, x, *args)
-    expect_shape(out, (B, T, D), f"the output for x {(B, T, D)}")
+    weights = {"w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
 
-    if torch.allclose(out, _reference_causal_mha(x, *args, mix=True), atol=1e-5):
+    def run(x: Tensor) -> Tensor:
+        given = {"x": x.clone()} | {n: w.clone() for n, w in weights.items()}
+        out = call(fn, *given.values(), H)
+        for name, t in ({"x": x} | weights).items():
+            expect_unchanged(given[name], t, name)
+        expect_shape(out, (B, T, D), f"the output for x {(B, T, D)}")
+        return out
+
+    out = run(x)
+    args = (w_q, w_k, w_v, w_o, H)
+    expected = _reference_causal_mha(x, *args)
+    if matches(out, expected):
+        return
+    if torch.isnan(out.detach().double()).any():
         raise AssertionError(
-            "the heads mix up positions: when you split (B, T, D) into heads, each "
-            "head must keep the T positions apart (see split_heads)"
+            "the output contains NaN: a query whose keys are all masked gets 0/0 "
+            "in the softmax (may every position see itself?)"
         )
+    for mistake, message in _MHA_MISTAKES.items():
+        if matches(out, _reference_causal_mha(x, *args, mistake=mistake)):
+            raise AssertionError(message)
     changed = x.clone()
     changed[:, -1] = torch.randn(B, D, generator=gen)
-    out_changed = call(fn, changed, *args)
-    if not torch.allclose(out[:, :-1], out_changed[:, :-1], atol=1e-5):
+    out_changed = run(changed)
+    if not matches(out[:, :-1], out_changed[:, :-1]):
         raise AssertionError(
             "changing the last token changed the outputs at earlier positions: "
             "the future leaks in (is the causal mask applied, the right way round?)"
         )
-    expected = _reference_causal_mha(x, *args)
-    if torch.allclose(out, expected, atol=1e-5, rtol=1e-4):
-        return
     near_misses = [
         (H, D, "the scores are divided by sqrt(d_model); each head works in "
          "d_head = d_model / n_heads dimensions"),
@@ -95,10 +144,10 @@ def check_causal_multi_head_attention(fn: Callable) -> None:
     ]  # fmt: skip
     for n_heads, scale_by, message in near_misses:
         wrong = _reference_causal_mha(x, w_q, w_k, w_v, w_o, n_heads, scale_by)
-        if torch.allclose(out, wrong, atol=1e-5):
+        if matches(out, wrong):
             raise AssertionError(message)
     no_wo = _reference_causal_mha(x, w_q, w_k, w_v, torch.eye(D), H)
-    if torch.allclose(out, no_wo, atol=1e-5):
+    if matches(out, no_wo):
         raise AssertionError("the concatenated heads must still go through w_o")
     expect_close(out, expected, "the causal multi-head output")
 
@@ -112,22 +161,30 @@ def check_previous_token_score(fn: Callable) -> None:
     weights = torch.softmax(torch.randn(B, H, T, T, generator=gen) * 2, dim=-1)
     weights[:, 0] = torch.eye(T).roll(-1, dims=1)  # a perfect previous-token head...
     weights[:, 0, 0] = 1.0 / T  # ...whose first query has no previous token
-    score = call(fn, weights)
+    given = weights.clone()
+    score = call(fn, given)
+    expect_unchanged(given, weights, "weights")
     expect_shape(score, (H,), "the score of weights (B=3, H=4, T=6, T=6)")
     t = torch.arange(1, T)
-    expected = weights[:, :, t, t - 1].mean(dim=(0, 2))
-    if torch.allclose(score, expected, atol=1e-5):
+    previous = weights[:, :, t, t - 1]  # (B, H, T-1)
+    expected = previous.mean(dim=(0, 2))
+    if matches(score, expected):
         return
     self_score = weights.diagonal(dim1=-2, dim2=-1).mean(dim=(0, 2))
-    if torch.allclose(score, self_score, atol=1e-5):
+    if matches(score, self_score):
         raise AssertionError("you measured the weight on the query itself (key t)")
     nxt = weights[:, :, t - 1, t].mean(dim=(0, 2))
-    if torch.allclose(score, nxt, atol=1e-5):
+    if matches(score, nxt):
         raise AssertionError("you measured the weight on the next token (key t + 1)")
     wrapped = weights[:, :, torch.arange(T), torch.arange(T) - 1].mean(dim=(0, 2))
-    if torch.allclose(score, wrapped, atol=1e-5):
+    if matches(score, wrapped):
         raise AssertionError(
             "query 0 has no previous token: leave it out (key -1 wraps to the end)"
+        )
+    if matches(score, previous.sum(dim=2).mean(dim=0) / T):
+        raise AssertionError(
+            "you divided by all T queries; average over the T - 1 queries "
+            "t = 1 .. T-1 that have a previous token"
         )
     if abs(score[0].item() - 1.0) > 1e-5:
         raise AssertionError(

@@ -9,8 +9,7 @@ Both exercises ask the reader to write the function, not to call the package's
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -18,31 +17,9 @@ from torch import Tensor
 from ..models import bert, sampling
 from ..models.sampling import top_p_filter
 from ._checking import call, checker, expect_shape
+from ._checking import forbidden as _forbidden
 
 __all__ = ["check_top_p", "check_mask_tokens"]
-
-
-@contextlib.contextmanager
-def _forbidden(module, name: str) -> Iterator[None]:
-    """While checking, the package's own solution refuses to run."""
-    import transformer_book.models as models
-
-    original = getattr(module, name)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError(
-            f"the exercise asks you to write this yourself, without calling the "
-            f"package's {name}"
-        )
-
-    holders = [m for m in (module, models) if getattr(m, name, None) is original]
-    for m in holders:
-        setattr(m, name, refuse)
-    try:
-        yield
-    finally:
-        for m in holders:
-            setattr(m, name, original)
 
 
 def _reject_package_function(fn: Callable, original: Callable, name: str) -> None:
