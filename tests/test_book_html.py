@@ -180,6 +180,38 @@ def check_widgets(page, page_path: Path, problems: list[str]) -> None:
         )
     except Exception:
         problems.append("no widget rendered")
+        return
+    check_linked_stacks(page, "linked_stack(" in source.read_text(), problems)
+
+
+def check_linked_stacks(page, expected: bool, problems: list[str]) -> None:
+    """Move the control of every ``plot.linked_stack``: the shown view must change.
+
+    The views are precomputed and switched by a jslink in the browser, so this
+    works without a kernel, as in the static book.
+    """
+    # linked_stack's VBox: a dropdown, then the Stack (interact's boxes excluded)
+    stacks = page.locator(".widget-vbox:not(.widget-interact):has(> .widget-dropdown)")
+    if expected and not stacks.count():
+        problems.append("the linked_stack widget did not render")
+    for k in range(stacks.count()):
+        box = stacks.nth(k)
+        select = box.locator(":scope > .widget-dropdown select")
+        n_options = select.locator("option").count()
+        if n_options < 2:
+            continue
+        shown = box.locator(":scope > :nth-child(2)")
+        before = shown.inner_text()
+        current = select.evaluate("el => el.selectedIndex")
+        select.select_option(index=n_options - 1 if current != n_options - 1 else 0)
+        try:
+            page.wait_for_function(
+                "([el, text]) => el.innerText !== text",
+                arg=[shown.element_handle(), before],
+                timeout=5000,
+            )
+        except Exception:
+            problems.append(f"linked stack {k}: the view did not change")
 
 
 def problems_of(browser, server: str, page_path: Path) -> list[str]:

@@ -22,6 +22,14 @@ from transformer_book.experiments.variants import (
     variant_models,
 )
 from transformer_book.experiments.variants_probes import MIN_TOKENS, make_probes
+from transformer_book.experiments.variants_uses import (
+    POOLED_MARGIN,
+    PPL_BOUND,
+    TUNED_MARGIN,
+    finetune_topic,
+    heldout_perplexity,
+    pooled_topic_accuracy,
+)
 from transformer_book.models import BERT, GPT, T5, span_restore
 from transformer_book.tokenizer import encode_stream, get_tokenizer
 
@@ -198,7 +206,10 @@ def test_variants_claims_hold_for_other_seeds(seed):
     Measured at 200 steps (seeds 0-3): GPT's next-token accuracy 0.070-0.130 and
     perplexity 167-225 (unigram: 0.041 and 407); BERT's and T5's blank perplexity
     420-9800 and 456-478, their accuracy at most the unigram's; every model's topic
-    accuracy 0.21-0.42 (majority class: 0.416).
+    accuracy 0.21-0.42 (majority class: 0.416). Then (§6.5-6.7, seeds 0-3): GPT's
+    held-out perplexity 0.39 x the unigram's at seed 0; BERT's mean vector with a
+    linear classifier 0.50-0.57 untrained, 0.42-0.53 trained; a fresh T5 trained 100
+    steps on the "topic:" task 0.72 at seed 0.
     """
     run = run_variants(seed=seed)
     s, base = run.scores, run.baselines
@@ -220,3 +231,30 @@ def test_variants_claims_hold_for_other_seeds(seed):
     # No model has learned the topic task yet: none beats the majority class.
     for name, scores in s.items():
         assert scores["task_acc"] <= base["majority_task_acc"] + 0.05, (name, scores)
+    # What each model is then used for (§6.5-6.7)
+    tok = get_tokenizer()
+    gpt_ppl, unigram_ppl = heldout_perplexity(run.models["GPT"], tok)
+    assert gpt_ppl <= PPL_BOUND * unigram_ppl, (gpt_ppl, unigram_ppl)
+    majority = base["majority_task_acc"]
+    fresh = variant_models(tok.vocab_size, seed)
+    untrained = pooled_topic_accuracy(fresh["BERT"], tok)
+    assert untrained >= majority + POOLED_MARGIN, untrained
+    trained = pooled_topic_accuracy(run.models["BERT"], tok)
+    assert trained <= untrained + 0.05, (trained, untrained)
+    assert finetune_topic(fresh["T5"], tok, 100, seed) >= majority + TUNED_MARGIN
+
+
+def test_the_uses_of_the_models_are_measured(tok):
+    models = variant_models(tok.vocab_size, seed=0)
+    gpt_ppl, unigram_ppl = heldout_perplexity(models["GPT"], tok)
+    assert 200 < unigram_ppl < 600
+    assert gpt_ppl > unigram_ppl  # untrained: about uniform over the vocabulary
+    assert 0.5 * tok.vocab_size < gpt_ppl < 2 * tok.vocab_size
+    first = pooled_topic_accuracy(models["BERT"], tok, "cls", steps=20)
+    assert 0.0 <= first <= 1.0
+    assert pooled_topic_accuracy(models["BERT"], tok, "cls", steps=20) == first
+    t5 = models["T5"]
+    before = t5.embed.token.weight.clone()
+    accuracy = finetune_topic(t5, tok, steps=1)
+    assert 0.0 <= accuracy <= 1.0
+    assert not torch.equal(before, t5.embed.token.weight)  # trained in place

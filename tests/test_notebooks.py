@@ -84,7 +84,9 @@ def test_widget_cells_are_marked_and_follow_a_static_figure(path):
     nb = load(path)
     cells = code_cells(nb)
     widget_cells = [
-        i for i, c in enumerate(cells) if re.search(r"\binteract(ive)?\(", c.source)
+        i
+        for i, c in enumerate(cells)
+        if re.search(r"\binteract(ive)?\(|\blinked_stack\(", c.source)
     ]
     assert widget_cells, "every chapter has at least one interactive widget"
     for i in widget_cells:

@@ -18,7 +18,13 @@ from matplotlib import font_manager
 
 from ._validate import check_real
 
-__all__ = ["use_book_style", "attention_heatmap", "plot_lines", "CJK_FONT"]
+__all__ = [
+    "use_book_style",
+    "attention_heatmap",
+    "plot_lines",
+    "linked_stack",
+    "CJK_FONT",
+]
 
 CJK_FONT = "Noto Sans CJK SC"
 _STYLE_APPLIED = False
@@ -184,3 +190,46 @@ def plot_lines(
     if len(ys) > 1:
         ax.legend()
     return ax
+
+
+def linked_stack(control, children: Sequence):
+    """A control above precomputed views: choosing option i shows ``children[i]``.
+
+    Widgets that work without a kernel (Chapter 6 onwards). ``control`` is any
+    widget with an ``index`` trait (``Dropdown``, ``SelectionSlider``,
+    ``ToggleButtons``...), one option per child. With ipywidgets 8 the children go
+    into an ``ipywidgets.Stack`` whose ``selected_index`` is ``jslink``-ed to the
+    control's ``index``: the browser switches views by itself, so the widget lives
+    in the static HTML book, where no kernel runs. ipywidgets 7 (Colab's) has no
+    ``Stack``: there a kernel callback swaps the shown child (Colab always has a
+    kernel). Returns the ``VBox`` holding the control and the views.
+    """
+    import ipywidgets as widgets
+
+    children = list(children)
+    if not children:
+        raise ValueError("children must hold at least one widget")
+    options = getattr(control, "options", None)
+    if not hasattr(control, "index") or options is None:
+        raise TypeError(
+            f"control must be a selection widget with an index, got "
+            f"{type(control).__name__}"
+        )
+    if len(options) != len(children):
+        raise ValueError(
+            f"control has {len(options)} options for {len(children)} children"
+        )
+    if control.index is None:
+        control.index = 0
+    if hasattr(widgets, "Stack"):  # ipywidgets >= 8: linked in the browser
+        views = widgets.Stack(children, selected_index=control.index)
+        widgets.jslink((control, "index"), (views, "selected_index"))
+    else:  # ipywidgets 7: the kernel swaps the child
+        views = widgets.Box([children[control.index]])
+
+        def show(change) -> None:
+            if change["new"] is not None:
+                views.children = (children[change["new"]],)
+
+        control.observe(show, names="index")
+    return widgets.VBox([control, views])

@@ -14,5 +14,7 @@ module             experiment                                              chapt
 ``extrapolation``  positional schemes trained short, tested long           4
 ``translation``    the encoder-decoder on the toy translation task         5
 ``variants``       GPT, BERT and T5 on the same corpus and probes          6
+``variants_uses``  what each trained model is used for: perplexity,        6
+                   sentence vectors, a fine-tuned text-to-text task
 =================  ======================================================  =======
 """
