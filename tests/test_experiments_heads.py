@@ -206,3 +206,21 @@ def test_the_chapters_claims_hold_for_other_seeds(seed, one_thread):
     assert_one_against_two(r)
     assert_specialisation(r)
     assert_ablations(r)
+
+
+@pytest.mark.seeds
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_exercise_3_5_depth_instead_of_width(seed, one_thread):
+    """The solution of Exercise 3.5: one head in each of two layers divides the work."""
+    test = make_test_set()
+    deep, _ = fit(n_heads=1, n_layers=2, seed=seed, device="cpu")
+    accuracy = evaluate(deep, test)
+    assert min(accuracy["previous"], accuracy["partner"]) >= 0.99, accuracy
+    maps = maps_of(deep, test)
+    first, second = (relation_scores(maps[layer], test) for layer in range(2))
+    assert first["previous"] >= 0.95, first  # layer 0: a previous-token head
+    assert second["partner"] >= 0.7, second  # layer 1: a partner head
+    without_first = evaluate_without(deep, test, [(0, 0)])
+    without_second = evaluate_without(deep, test, [(1, 0)])
+    assert without_second["partner"] <= 0.2 <= 0.99 <= without_second["previous"]
+    assert without_first["previous"] <= 0.2 and without_first["partner"] >= 0.8
