@@ -21,7 +21,7 @@ from torch import nn
 from ..corpus import paragraphs
 from ..models import BERT, GPT, T5
 from ..tokenizer import BPETokenizer, blocks, encode_stream
-from ..train import train
+from ..train import accuracy, train
 from .variants import (
     BLOCK_LEN,
     TASK_LABELS,
@@ -81,15 +81,19 @@ def pooled_topic_accuracy(
             torch.randn(classifier.weight.shape, generator=generator) * 0.01
         )
         classifier.bias.zero_()
-    optimizer = torch.optim.AdamW(classifier.parameters(), lr=0.05, weight_decay=0.01)
-    with torch.enable_grad():
-        for _ in range(steps):
-            optimizer.zero_grad()
-            F.cross_entropy(classifier(x_train), y_train).backward()
-            optimizer.step()
+    full_batch = (x_train, y_train)
+    train(
+        classifier,
+        lambda step: full_batch,
+        F.cross_entropy,
+        steps,
+        lr=0.05,
+        weight_decay=0.01,
+        max_grad_norm=None,
+        progress=False,
+    )
     with torch.no_grad():
-        predicted = classifier(x_test).argmax(dim=-1)
-    return (predicted == y_test).double().mean().item()
+        return accuracy(classifier(x_test), y_test)
 
 
 @torch.no_grad()
