@@ -61,9 +61,10 @@ nbval: $(STAMP)
 nbval-alt: $(STAMP)
 	env $(ALT_NUMERICS) $(NBVAL) $(NOTEBOOKS)
 
-# Each chapter's headline experiment with seeds other than the notebook's
+# Each chapter's headline experiment with seeds other than the notebook's. The tests
+# run one thread each (tests/conftest.py's one_thread), two processes at a time.
 seeds: $(STAMP)
-	$(VENV)/bin/pytest -q -m seeds tests
+	$(VENV)/bin/pytest -q -n 2 -m seeds tests
 
 html: book
 
@@ -71,8 +72,9 @@ browser: $(STAMP)
 	bash scripts/browser_deps.sh
 	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py
 
+# ALT_NUMERICS holds each kernel to one thread, so two notebooks run side by side.
 colab: $(STAMP)
-	env $(ALT_NUMERICS) $(VENV)/bin/pytest -q -m slow tests/test_colab_like.py
+	env $(ALT_NUMERICS) $(VENV)/bin/pytest -q -n 2 -m slow tests/test_colab_like.py
 
 test: lint unit nbval seeds book browser colab
 	@echo "make test: all stages passed"

@@ -6,14 +6,18 @@ import pytest
 import torch
 
 
-@pytest.fixture
-def one_thread():
-    """Run a test on one thread, then restore the count.
+@pytest.fixture(autouse=True)
+def one_thread_for_seeds(request):
+    """Run each ``seeds`` test on one thread, then restore the count.
 
-    The chapters' models are tiny: a second thread adds only synchronisation, which
-    costs minutes when other processes share the cores. Their bounds hold with any
-    number of threads.
+    The chapters' models are tiny: a second thread adds only synchronisation, and
+    `make seeds` runs two tests side by side (pytest-xdist), one per core. The
+    chapters' bounds hold with any number of threads (the colab stage checks the
+    notebooks with one).
     """
+    if request.node.get_closest_marker("seeds") is None:
+        yield
+        return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -15,6 +15,7 @@ depends on the CPU's kernels or thread count.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -46,9 +47,8 @@ def pinned(name: str) -> str:
     return re.search(rf"^{name}==\S+", text, re.M).group(0)
 
 
-@pytest.fixture(scope="module")
-def clean_python(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("colab")
+def build_clean_python(tmp: Path) -> Path:
+    """Build the wheel and a clean environment that holds it, in the folder tmp."""
     dist = tmp / "dist"
     subprocess.run(
         [
@@ -73,6 +73,28 @@ def clean_python(tmp_path_factory) -> Path:
     subprocess.run([*pip, pinned("torch")], check=True)
     subprocess.run([*pip, *pins, str(wheel)], check=True)
     subprocess.run([*pip, *pins, "ipykernel", "nbval", "pytest"], check=True)
+    return python
+
+
+@pytest.fixture(scope="session")
+def clean_python(tmp_path_factory) -> Path:
+    """One clean environment for the whole run, shared by pytest-xdist's workers.
+
+    `make colab` runs the notebooks two at a time (`-n 2`): each worker is a process
+    with its own session, so the first to arrive builds the environment in the run's
+    common temporary folder while holding a lock, and the others wait and reuse it.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        base = base.parent  # the folder that all workers' temporary folders share
+    tmp = base / "colab"
+    tmp.mkdir(exist_ok=True)
+    python = tmp / "env" / "bin" / "python"
+    with open(tmp / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp / "built").exists():
+            build_clean_python(tmp)
+            (tmp / "built").touch()
     return python
 
 

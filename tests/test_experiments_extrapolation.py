@@ -56,7 +56,7 @@ def assert_chapter_claims(result: ExtrapolationResult, cfg: ExtrapolationConfig)
 
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_chapter_claims_hold_for_other_seeds(seed, one_thread):
+def test_chapter_claims_hold_for_other_seeds(seed):
     result = run_extrapolation(seed=seed, device="cpu")
     for scheme, accs in result.accuracy.items():  # shown with pytest -rP
         print(f"seed {seed} {scheme:<12}" + "".join(f"{a:8.1%}" for a in accs))

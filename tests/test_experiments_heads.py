@@ -201,7 +201,7 @@ def assert_ablations(r: exp.HeadsResult) -> None:
 
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_chapters_claims_hold_for_other_seeds(seed, one_thread):
+def test_the_chapters_claims_hold_for_other_seeds(seed):
     r = run_heads(seed=seed, device="cpu")
     assert_one_against_two(r)
     assert_specialisation(r)
@@ -210,7 +210,7 @@ def test_the_chapters_claims_hold_for_other_seeds(seed, one_thread):
 
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_exercise_3_5_depth_instead_of_width(seed, one_thread):
+def test_exercise_3_5_depth_instead_of_width(seed):
     """The solution of Exercise 3.5: one head in each of two layers divides the work."""
     test = make_test_set()
     deep, _ = fit(n_heads=1, n_layers=2, seed=seed, device="cpu")

@@ -116,7 +116,7 @@ def test_the_claims_are_in_the_chapter_table():
 
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_recall_claims_hold_for_other_seeds(seed, one_thread):
+def test_recall_claims_hold_for_other_seeds(seed):
     measured = {
         (kind, distance): recall_accuracy(kind, distance, seed=seed)
         for kind, distance, _, _ in CLAIMS
