@@ -1,11 +1,12 @@
-"""plot.linked_stack: a control linked to precomputed views, with and without Stack."""
+"""plot.linked_stack and linked_views: controls linked to precomputed views."""
 
 from __future__ import annotations
 
 import ipywidgets as widgets
+import matplotlib.pyplot as plt
 import pytest
 
-from transformer_book.plot import linked_stack
+from transformer_book.plot import LINKED_CLASS, figure_view, linked_stack, linked_views
 
 
 def views(n):
@@ -63,3 +64,123 @@ def test_works_with_a_selection_slider():
 def test_bad_arguments_are_named(control, children, error, match):
     with pytest.raises(error, match=match):
         linked_stack(control, children)
+
+
+# ------------------------------------------------ linked_views: several controls
+
+
+def controls_ab():
+    return [
+        widgets.Dropdown(options=["a", "b"]),
+        widgets.SelectionSlider(options=[("one", 1), ("two", 2), ("three", 3)]),
+    ]
+
+
+def label(*values):
+    return widgets.HTML(" ".join(map(str, values)))
+
+
+def shown(box):
+    """What a reader sees: follow the selected child down to the view."""
+    view = box.children[-1]
+    while not isinstance(view, widgets.HTML):
+        view = (
+            view.children[view.selected_index]
+            if hasattr(view, "selected_index")
+            else view.children[0]
+        )
+    return view.value
+
+
+def test_linked_views_render_every_combination_once_in_order():
+    calls = []
+    box = linked_views(controls_ab(), lambda *v: calls.append(v) or label(*v))
+    assert calls == [(x, n) for x in "ab" for n in (1, 2, 3)]  # option values
+    assert box.children[:2] == tuple(box.children[:2]) and LINKED_CLASS in (
+        box._dom_classes
+    )
+
+
+def test_linked_views_follow_every_control_through_jslinks(monkeypatch):
+    made = []
+    real_jslink = widgets.jslink
+    monkeypatch.setattr(
+        widgets, "jslink", lambda a, b: made.append(real_jslink(a, b)) or made[-1]
+    )
+    first, second = controls_ab()
+    box = linked_views([first, second], label)
+    outer = box.children[2]
+    assert isinstance(outer, widgets.Stack) and len(outer.children) == 2
+    assert all(len(inner.children) == 3 for inner in outer.children)
+    # one link for the outer stack, one per inner stack, all from a control's index
+    assert len(made) == 3
+    assert [m.source[0] for m in made].count(second) == 2
+    assert all(m.source[1] == "index" for m in made)
+    assert all(m.target[1] == "selected_index" for m in made)
+    # The links mirror what the browser does; here, set the stacks by hand as it
+    # would and check that the view shown is the chosen combination.
+    for i, j in [(0, 0), (1, 2), (0, 1)]:
+        outer.selected_index = i
+        for inner in outer.children:
+            inner.selected_index = j
+        assert shown(box) == f"{'ab'[i]} {j + 1}"
+
+
+def test_linked_views_without_stack_swap_views_in_the_kernel(monkeypatch):
+    monkeypatch.delattr(widgets, "Stack")  # ipywidgets 7.7.1, as in Colab
+    first, second = controls_ab()
+    box = linked_views([first, second], label)
+    assert shown(box) == "a 1"
+    second.index = 2
+    assert shown(box) == "a 3"
+    first.index = 1
+    assert shown(box) == "b 3"
+    second.index = 0
+    assert shown(box) == "b 1"
+
+
+@pytest.mark.parametrize(
+    ("controls", "render", "error", "match"),
+    [
+        ([], label, ValueError, "at least one control"),
+        ([widgets.Dropdown(options=["a"])], "draw", TypeError, "render must be"),
+        ([widgets.IntSlider()], label, TypeError, "selection widget"),
+    ],
+)
+def test_linked_views_bad_arguments_are_named(controls, render, error, match):
+    with pytest.raises(error, match=match):
+        linked_views(controls, render)
+
+
+def test_figure_view_is_a_png_of_the_figure_and_closes_it():
+    def draw():
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.plot([0, 1], [1, 0])
+        return fig
+
+    fig = draw()
+    image = figure_view(fig, dpi=50)
+    assert isinstance(image, widgets.Image) and image.format == "png"
+    assert bytes(image.value).startswith(b"\x89PNG")
+    assert not plt.fignum_exists(fig.number), "the figure is closed"
+    assert bytes(figure_view(draw(), dpi=50).value) == bytes(image.value), "same bytes"
+    assert len(figure_view(draw(), dpi=100).value) > len(image.value)
+
+
+@pytest.mark.parametrize(
+    ("fig", "dpi", "error", "match"),
+    [
+        ("figure", 72, TypeError, "fig must be"),
+        (None, 0, ValueError, "dpi must be"),
+        (None, 7.5, ValueError, "dpi must be"),
+        (None, True, ValueError, "dpi must be"),
+    ],
+)
+def test_figure_view_bad_arguments_are_named(fig, dpi, error, match):
+    if fig is None:
+        fig = plt.figure()
+    try:
+        with pytest.raises(error, match=match):
+            figure_view(fig, dpi=dpi)
+    finally:
+        plt.close("all")

@@ -6,6 +6,7 @@ tests read the committed files without running a kernel.
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import nbformat
 import pytest
 
 import transformer_book.exercises as exercises
+from transformer_book.concepts import concept_check
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -80,22 +82,56 @@ def test_committed_executed_top_to_bottom_without_errors(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_widget_cells_are_marked_and_follow_a_static_figure(path):
+def test_widgets_work_without_a_kernel(path):
+    """Every widget is a linked one (precomputed views switched in the browser).
+
+    ``interact`` redraws through the kernel, so in the HTML book it would show a
+    control that moves and a figure that does not: the book does not use it.
+    """
     nb = load(path)
     cells = code_cells(nb)
+    assert not any(re.search(r"\binteract(ive)?\(", c.source) for c in cells)
     widget_cells = [
-        i
-        for i, c in enumerate(cells)
-        if re.search(r"\binteract(ive)?\(|\blinked_stack\(", c.source)
+        c for c in cells if re.search(r"\blinked_(views|stack)\(", c.source)
     ]
     assert widget_cells, "every chapter has at least one interactive widget"
-    for i in widget_cells:
-        assert cells[i].source.startswith("# NBVAL_IGNORE_OUTPUT"), cells[i].source[:80]
-        before = cells[i - 1]
-        assert any(o.get("data", {}).get("image/png") for o in before.outputs), (
-            "the cell before a widget must draw the static figure"
-        )
+    for cell in widget_cells:
+        assert cell.source.startswith("# NBVAL_IGNORE_OUTPUT"), cell.source[:80]
+        assert any(
+            "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+            for o in cell.outputs
+        ), "the widget cell shows no widget: execute with make execute"
     assert "widgets" in nb.metadata, "widget state missing: execute with make execute"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_concept_checks_close_their_sections(path):
+    """Each chapter shows every one of its concept checks once, at the end of the
+    section it is for, with the input hidden in the HTML and the committed output
+    equal to what the package renders today."""
+    nb = load(path)
+    chapter = int(path.name[:2])
+    module = importlib.import_module(f"transformer_book.concepts.ch{chapter:02d}")
+    shown = []
+    section = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for heading in re.finditer(r"^## (?:(\d+\.\d+) )?", cell.source, re.M):
+                section = heading.group(1)  # None after Summary, Exercises...
+            continue
+        call = re.fullmatch(r'concept_check\("(\d+\.\d+)"\)', cell.source.strip())
+        if "concept_check(" not in cell.source or "import" in cell.source:
+            continue
+        assert call, f"a concept-check cell holds only the call: {cell.source!r}"
+        key = call.group(1)
+        assert key == section, f"concept_check({key!r}) is in section {section}"
+        assert "remove-input" in cell.metadata.get("tags", []), key
+        html = [o["data"]["text/html"] for o in cell.outputs if "data" in o]
+        assert html == [concept_check(key).data], f"re-execute: {key} changed"
+        shown.append(key)
+    assert sorted(shown) == sorted(module.CHECKS), (shown, list(module.CHECKS))
+    n = sum(len(questions) for questions in module.CHECKS.values())
+    assert 3 <= n <= 5, f"{n} questions in chapter {chapter}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
