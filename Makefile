@@ -30,6 +30,7 @@ execute: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) scripts/execute.py --bench $(NOTEBOOKS)
+	$(PY) scripts/bench_attention.py
 
 gpu-check: $(STAMP)
 	$(PY) scripts/gpu_check.py

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import torch
 from torch import nn
@@ -23,22 +22,13 @@ from transformer_book.attention import (
 )
 from transformer_book.data import lookup_task
 from transformer_book.device import autocast, get_device, set_seed
+from transformer_book.models import GPT, GPTConfig
+from transformer_book.speed import (
+    generation_tokens_per_s,
+    median_ms,
+    mha_forward_backward_ms,
+)
 from transformer_book.train import accuracy, train
-
-
-def timed(fn, device: torch.device, repeats: int = 5) -> float:
-    """Median milliseconds of ``fn()`` after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(1000 * (time.perf_counter() - start))
-    return sorted(times)[len(times) // 2]
 
 
 class LookupModel(nn.Module):
@@ -93,9 +83,11 @@ def main() -> int:
         f"fused {err_f:.1e}"
     )
     assert err_r < 5e-2 and err_f < 5e-2
-    t_read = timed(lambda: scaled_dot_product_attention(qh, kh, vh, mask=mask), device)
-    t_fused = timed(
-        lambda: fused_scaled_dot_product_attention(qh, kh, vh, mask=mask), device
+    t_read = median_ms(
+        lambda: scaled_dot_product_attention(qh, kh, vh, mask=mask), device=device
+    )
+    t_fused = median_ms(
+        lambda: fused_scaled_dot_product_attention(qh, kh, vh, mask=mask), device=device
     )
     print(
         f"attention (B={B}, H={H}, T={T}, Dh={Dh}): readable {t_read:.2f} ms, "
@@ -138,6 +130,25 @@ def main() -> int:
     print(
         f"training: {steps} steps in {history['seconds']:.1f} s, "
         f"held-out accuracy {acc:.1%}"
+    )
+
+    # Chapter 7's figures: fused attention against PyTorch's module, and the cache
+    t = 128 if args.quick else 1024
+    ours, theirs = mha_forward_backward_ms(t, causal=True, device=device)
+    print(
+        f"MultiHeadAttention forward+backward, B=8, T={t}, causal: {ours:.2f} ms, "
+        f"{8 * t / (ours / 1000):,.0f} tokens/s ({theirs:.2f} ms for "
+        f"nn.MultiheadAttention, ratio {ours / theirs:.2f})"
+    )
+    new = 16 if args.quick else 512
+    cfg = GPTConfig(vocab_size=512, max_len=new + 16, d_model=128, n_layers=2)
+    gpt = GPT(cfg).to(device).eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, 16), device=device)
+    cached = generation_tokens_per_s(gpt, prompt, new, use_cache=True)
+    full = generation_tokens_per_s(gpt, prompt, new, use_cache=False)
+    print(
+        f"GPT.generate, {new} new tokens: KV cache {cached:,.0f} tokens/s, without "
+        f"{full:,.0f} tokens/s ({cached / full:.1f}x)"
     )
     print("gpu-check: all checks passed")
     return 0

@@ -18,6 +18,7 @@ module            what it holds                                     chapter
 ``models``        the encoder-decoder; GPT, BERT, T5; sampling      5, 6
 ``corpus``        pydoc_data's English prose, a fixed shipped copy  6
 ``tokenizer``     byte-level BPE and characters, token blocks       6
+``efficient``     tiled attention, sparse masks, linear attention   7
 ``data``          toy tasks generated on the fly                    1-5
 ``train``         a short training loop, its history, schedules     1-5
 ``plot``          figures in one style (CJK labels included)        all

@@ -150,7 +150,16 @@ class MultiHeadAttention(nn.Module):
     head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)   (Vaswani et al., 2017, §3.2.2).
 
     The H heads are computed at once: one projection of width D is reshaped into
-    H heads of width Dh = D / H.
+    H heads of width Dh = D / H. Without ``need_weights`` the heads run through
+    PyTorch's fused kernel (``fused_scaled_dot_product_attention``: FlashAttention
+    or memory-efficient attention on a GPU, no (T, S) matrix kept); with it, through
+    the readable ``scaled_dot_product_attention``, which returns the weights. Both
+    give the same output.
+
+    ``n_kv_heads`` < H shares each key/value head between H / n_kv_heads query heads:
+    grouped-query attention (Ainslie et al., 2023), multi-query attention
+    (Shazeer, 2019) when it is 1. The key and value projections shrink to width
+    n_kv_heads * Dh, and so does a KV cache (Chapter 7).
 
     Shapes:
         query: (B, T, D)   key, value: (B, S, D), default to query (self-attention)
@@ -160,7 +169,12 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        n_kv_heads: int | None = None,
     ):
         super().__init__()
         d_model, n_heads = (
@@ -169,18 +183,44 @@ class MultiHeadAttention(nn.Module):
         )
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        n_kv_heads = check_int("n_kv_heads", n_kv_heads, 1)
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(
+                f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}"
+            )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads = n_kv_heads
         self.dropout = check_probability("dropout", dropout)
+        d_kv = n_kv_heads * self.d_head  # D, or less with shared key/value heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_kv, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_kv, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def split_heads(self, x: Tensor) -> Tensor:
+    def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
+        """(B, T, n * Dh) -> (B, n, T, Dh), n = ``n_heads`` (default: H)."""
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head).transpose(
-            1, 2
-        )  # (B,T,D) -> (B,H,T,Dh)
+        n = self.n_heads if n_heads is None else n_heads
+        return x.view(B, T, n, self.d_head).transpose(1, 2)  # (B, n, T, Dh)
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """The heads' outputs from split queries, keys and values; weights or None.
+
+        Shapes: q (B, H, T, Dh), k and v (B, n_kv_heads, S, Dh)
+                -> (B, H, T, Dh), weights (B, H, T, S) if ``need_weights``
+        """
+        group = self.n_heads // self.n_kv_heads
+        if group > 1:  # each key/value head serves `group` query heads
+            k = k.repeat_interleave(group, dim=1)  # (B, Hkv, S, Dh) -> (B, H, S, Dh)
+            v = v.repeat_interleave(group, dim=1)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            return scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)
+        heads = fused_scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        return heads, None
 
     def merge_heads(self, x: Tensor) -> Tensor:
         B, _, T, _ = x.shape
@@ -200,12 +240,9 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (B, T, S) -> (B, 1, T, S), shared by the heads
         q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)
-        k = self.split_heads(self.k_proj(key))  # (B, H, S, Dh)
-        v = self.split_heads(self.v_proj(value))  # (B, H, S, Dh)
-        dropout_p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(
-            q, k, v, mask=mask, dropout_p=dropout_p
-        )
+        k = self.split_heads(self.k_proj(key), self.n_kv_heads)  # (B, Hkv, S, Dh)
+        v = self.split_heads(self.v_proj(value), self.n_kv_heads)  # (B, Hkv, S, Dh)
+        heads, weights = self.attend(q, k, v, mask, need_weights)  # (B, H, T, Dh)
         out = self.out_proj(self.merge_heads(heads))  # (B, H, T, Dh) -> (B, T, D)
         return (out, weights) if need_weights else out
 

@@ -112,11 +112,14 @@ class EncoderBlock(nn.Module):
         norm_first: bool = False,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
+        n_kv_heads: int | None = None,
     ):
         super().__init__()
         _check_layer_arguments(dropout, layer_norm_eps)
         self.d_model, self.norm_first = d_model, norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, dropout=dropout, n_kv_heads=n_kv_heads
+        )
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)

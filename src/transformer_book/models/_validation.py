@@ -18,6 +18,17 @@ def check_config(cfg) -> None:
         raise ValueError(
             f"d_model={cfg.d_model} is not divisible by n_heads={cfg.n_heads}"
         )
+    n_kv_heads = getattr(cfg, "n_kv_heads", None)
+    if n_kv_heads is not None and (
+        not isinstance(n_kv_heads, int)
+        or isinstance(n_kv_heads, bool)
+        or n_kv_heads < 1
+        or cfg.n_heads % n_kv_heads
+    ):
+        raise ValueError(
+            f"n_kv_heads must be None or a positive int dividing n_heads="
+            f"{cfg.n_heads}, got {n_kv_heads!r}"
+        )
     if not 0.0 <= cfg.dropout < 1.0:
         raise ValueError(f"dropout must lie in [0, 1), got {cfg.dropout}")
 

@@ -180,7 +180,8 @@ class EncoderDecoder(nn.Module):
         The encoder runs once. Each step runs the decoder on the whole prefix again
         and keeps only the last position's logits: simple, but every step recomputes
         the keys and values of all earlier positions (the KV cache that Chapter 6
-        gives GPT, ``GPT.forward_cached``, avoids that). Once a sequence has produced ``eos_id`` it is padded.
+        gives GPT, ``GPT.forward_cached``, avoids that). Once a sequence has
+        produced ``eos_id`` it is padded.
 
         Shapes: src (B, S) -> (B, 1 + n) starting with ``bos_id``, n <= max_new_tokens
         """

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from ..attention import MultiHeadAttention, causal_mask
 from ..blocks import EncoderBlock
 from ._validation import check_config, check_ids
 from .sampling import sample_next
@@ -46,6 +46,7 @@ class GPTConfig:
     n_layers: int = 2  # L: decoder blocks (GPT-2 small: 12)
     d_ff: int = 256  # hidden width of the feed-forward network, 4 * D
     dropout: float = 0.0  # on embeddings and sub-layers (GPT-2: 0.1)
+    n_kv_heads: int | None = None  # key/value heads; None: H (grouped-query if fewer)
 
     def __post_init__(self):
         check_config(self)
@@ -181,6 +182,7 @@ def build_pre_norm_stack_(model: nn.Module, cfg) -> None:
             cfg.dropout,
             norm_first=True,
             activation="gelu",
+            n_kv_heads=getattr(cfg, "n_kv_heads", None),  # GPT's; BERT has all H
         )
         for _ in range(cfg.n_layers)
     )
@@ -211,16 +213,19 @@ def _cached_self_attention(
 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Causal self-attention of T new positions over P cached ones and themselves.
 
-    Shapes: x (B, T, D), past 2 x (B, H, P, Dh) -> (B, T, D), 2 x (B, H, P + T, Dh)
+    The cache keeps the n_kv_heads key/value heads, before they are shared out
+    among the query heads: grouped-query attention shrinks it by H / n_kv_heads.
+
+    Shapes: x (B, T, D), past 2 x (B, Hkv, P, Dh) -> (B, T, D), 2 x (B, Hkv, P+T, Dh)
     """
     q = attn.split_heads(attn.q_proj(x))  # (B, T, D) -> (B, H, T, Dh)
-    k = attn.split_heads(attn.k_proj(x))  # (B, T, D) -> (B, H, T, Dh)
-    v = attn.split_heads(attn.v_proj(x))  # (B, T, D) -> (B, H, T, Dh)
+    k = attn.split_heads(attn.k_proj(x), attn.n_kv_heads)  # (B, Hkv, T, Dh)
+    v = attn.split_heads(attn.v_proj(x), attn.n_kv_heads)  # (B, Hkv, T, Dh)
     if past is not None:
-        k = torch.cat([past[0], k], dim=2)  # (B, H, P + T, Dh)
-        v = torch.cat([past[1], v], dim=2)  # (B, H, P + T, Dh)
+        k = torch.cat([past[0], k], dim=2)  # (B, Hkv, P + T, Dh)
+        v = torch.cat([past[1], v], dim=2)  # (B, Hkv, P + T, Dh)
     t, p = x.shape[1], k.shape[2] - x.shape[1]
     # New position i is absolute position p + i: it sees keys 0..p + i.
     mask = torch.ones(t, p + t, dtype=torch.bool, device=x.device).tril(p)  # (T, P+T)
-    heads, _ = scaled_dot_product_attention(q, k, v, mask=mask)  # (B, H, T, Dh)
+    heads, _ = attn.attend(q, k, v, mask, need_weights=False)  # (B, H, T, Dh)
     return attn.out_proj(attn.merge_heads(heads)), (k, v)  # (B, T, D)

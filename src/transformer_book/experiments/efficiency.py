@@ -1,0 +1,230 @@
+"""Chapter 7's experiments: what cheaper attention gives up.
+
+1. ``run_kv_sharing`` (§7.4): what sharing key/value heads costs a GPT.
+
+``run_kv_sharing`` trains Chapter 6's GPT three times on the same batches of
+Chapter 6's corpus, with 4, 2 and 1 key/value heads for its 4 query heads
+(multi-head, grouped-query and multi-query attention), and measures what each
+keeps in its KV cache and how well it predicts the held-out prose. The chapter
+runs it with seed 0 and asserts its bounds; ``tests/test_experiments_efficiency.py``
+asserts them for seeds 1, 2, 3.
+
+2. ``run_recall_approximations`` (§7.5): Chapter 1's recall task, with the symbol
+anywhere among ``RECALL_T - 1`` tokens, read by one attention layer that is exact,
+restricted to a sliding window, Linformer's projection or Performer's random
+features. The task needs one sharp look at one far position: the test of what
+each approximation keeps.
+
+Shape letters: B batch, T positions, D ``d_model``, H query heads, Hkv key/value
+heads, Dh = D / H, L layers.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..attention import MultiHeadAttention
+from ..data import recall_task
+from ..device import set_seed
+from ..efficient import LinformerAttention, PerformerAttention, sliding_window_mask
+from ..models import GPT, GPTConfig
+from ..tokenizer import get_tokenizer, random_blocks
+from ..train import accuracy, train
+from .variants import BLOCK_LEN, LR, SIZES, STEPS, WARMUP, train_stream
+from .variants_uses import heldout_perplexity
+
+__all__ = [
+    "KV_HEADS",
+    "KV_PPL_RATIO",
+    "kv_cache_bytes",
+    "run_kv_sharing",
+    "APPROXIMATIONS",
+    "RECALL_T",
+    "WINDOW",
+    "scattered_recall",
+    "RecallReader",
+    "run_recall_approximations",
+]
+
+KV_HEADS = (4, 2, 1)
+"""Key/value heads for the 4 query heads: multi-head, grouped-query, multi-query."""
+
+KV_PPL_RATIO = 1.1
+"""The bound the chapter states: sharing key/value heads raises the held-out
+perplexity by at most this factor over multi-head attention, at this size."""
+
+
+RECALL_T = 64  # tokens per sequence: the symbol, 62 fillers, the query
+WINDOW = 16  # the sliding window: the query sees itself and the 15 tokens before
+APPROXIMATIONS = (
+    "exact",
+    f"sliding window {WINDOW}",
+    "Linformer k=8",
+    "Performer m=16",
+)
+"""The attention layers compared on the recall task (``RecallReader``'s kinds)."""
+
+
+def kv_cache_bytes(cfg: GPTConfig, tokens: int, dtype_bytes: int = 4) -> int:
+    """Bytes of a KV cache: 2 (keys and values) x L x Hkv x Dh per token.
+
+    The formula behind ``GPT.forward_cached``'s cache of L pairs (B, Hkv, P, Dh),
+    for one sequence of ``tokens`` positions.
+    """
+    n_kv = cfg.n_heads if cfg.n_kv_heads is None else cfg.n_kv_heads
+    d_head = cfg.d_model // cfg.n_heads
+    return 2 * cfg.n_layers * n_kv * d_head * tokens * dtype_bytes
+
+
+def run_kv_sharing(
+    seed: int = 0,
+    steps: int = STEPS,
+    kv_heads: tuple[int, ...] = KV_HEADS,
+    device: torch.device | str | None = None,
+) -> dict[int, dict[str, float]]:
+    """Train one GPT per entry of ``kv_heads``; what each caches and predicts.
+
+    Every model is Chapter 6's GPT (its sizes, learning rate and warm-up), trained
+    for ``steps`` steps on the same windows of the training prose, from weights
+    drawn with the same ``seed``. Returns ``{n_kv_heads: {"ppl": held-out
+    perplexity, "unigram_ppl": the unigram's, "cache_bytes": KV cache bytes per
+    token, "params": parameter count}}``.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if not kv_heads:
+        raise ValueError("kv_heads must name at least one key/value head count")
+    tok = get_tokenizer()
+    stream = train_stream()
+    windows = torch.Generator().manual_seed(seed + 1)
+    batches = [random_blocks(stream, 16, BLOCK_LEN, windows) for _ in range(steps)]
+
+    def get_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        window = batches[step]  # (B, T)
+        return window[:, :-1], window[:, 1:]  # inputs, next tokens
+
+    def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    results = {}
+    for n_kv in kv_heads:
+        cfg = GPTConfig(tok.vocab_size, BLOCK_LEN, n_kv_heads=n_kv, **SIZES)
+        set_seed(seed)
+        model = GPT(cfg)
+        train(
+            model,
+            get_batch,
+            loss_fn,
+            steps,
+            lr=LR,
+            lr_lambda=lambda step: min(1.0, (step + 1) / WARMUP),
+            device=device,
+        )
+        ppl, unigram = heldout_perplexity(model, tok)
+        results[n_kv] = {
+            "ppl": ppl,
+            "unigram_ppl": unigram,
+            "cache_bytes": kv_cache_bytes(cfg, 1),
+            "params": sum(p.numel() for p in model.parameters()),
+        }
+    return results
+
+
+def _check_seed(seed) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+
+
+def scattered_recall(
+    batch_size: int, t: int = RECALL_T, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """Chapter 1's recall task with the symbol at a random place: ``[f s f f ?] -> s``.
+
+    ``data.recall_task`` puts the symbol first; here the t - 1 tokens before the
+    query are shuffled, row by row, so the symbol sits anywhere among them.
+
+    Shapes: returns tokens (B, t) and targets (B,)
+    """
+    batch = recall_task(batch_size, t - 1, generator=generator)  # (B, t)
+    order = torch.rand(batch_size, t - 1, generator=generator).argsort(dim=1)
+    body = batch.tokens[:, :-1].gather(1, order)  # (B, t - 1), shuffled per row
+    return torch.cat([body, batch.tokens[:, -1:]], dim=1), batch.target
+
+
+class RecallReader(nn.Module):
+    """Embed the tokens, one attention layer of ``kind``, classify at the query.
+
+    ``kind`` is one of :data:`APPROXIMATIONS`. Self-attention over the whole
+    sequence (no positions, as in Chapter 1), then the last position's output,
+    with its residual, goes to a linear classifier.
+
+    Shapes: tokens (B, RECALL_T) -> logits (B, n_symbols)
+    """
+
+    def __init__(self, kind: str, n_symbols: int = 8, n_fillers: int = 8):
+        super().__init__()
+        if kind not in APPROXIMATIONS:
+            raise ValueError(f"kind must be one of {APPROXIMATIONS}, got {kind!r}")
+        d_model, n_heads = 32, 2
+        self.kind = kind
+        self.embed = nn.Embedding(n_symbols + n_fillers + 1, d_model)
+        if kind.startswith("Linformer"):
+            self.attn = LinformerAttention(d_model, n_heads, seq_len=RECALL_T, k=8)
+        elif kind.startswith("Performer"):
+            self.attn = PerformerAttention(d_model, n_heads, n_features=16)
+        else:
+            self.attn = MultiHeadAttention(d_model, n_heads)
+        window = sliding_window_mask(RECALL_T, WINDOW)  # (T, T)
+        self.register_buffer("window", window, persistent=False)
+        self.head = nn.Linear(d_model, n_symbols)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        x = self.embed(tokens)  # (B, T) -> (B, T, D)
+        if self.kind.startswith("sliding"):
+            h = self.attn(x, mask=self.window)  # (B, T, D)
+        else:
+            h = self.attn(x)  # (B, T, D)
+        return self.head(x[:, -1] + h[:, -1])  # (B, D) -> (B, n_symbols)
+
+
+def run_recall_approximations(
+    seed: int = 0,
+    steps: int = 300,
+    n_test: int = 2000,
+    kinds: tuple[str, ...] = APPROXIMATIONS,
+    device: torch.device | str | None = None,
+) -> dict[str, float]:
+    """Held-out accuracy of each ``kind`` of :class:`RecallReader` on the task.
+
+    Each model trains ``steps`` steps of AdamW (lr 3e-3) on the same batches of
+    64 sequences, from weights drawn with ``seed``. Chance is 1/8; a model that
+    sees only the last ``WINDOW`` tokens can at best answer the symbols inside the
+    window and guess the rest: (w + (T - 1 - w) / 8) / (T - 1) with w = WINDOW - 1.
+    """
+    _check_seed(seed)
+    if not isinstance(steps, int) or steps < 1 or not isinstance(n_test, int):
+        raise ValueError(
+            f"steps and n_test must be positive ints, got {steps}, {n_test}"
+        )
+    for kind in kinds:
+        if kind not in APPROXIMATIONS:
+            raise ValueError(f"kinds must come from {APPROXIMATIONS}, got {kind!r}")
+    gen = torch.Generator().manual_seed(seed + 100)
+    batches = [scattered_recall(64, generator=gen) for _ in range(steps)]
+    test = scattered_recall(n_test, generator=torch.Generator().manual_seed(seed + 200))
+    results = {}
+    for kind in kinds:
+        set_seed(seed)
+        model = RecallReader(kind)
+        train(
+            model, batches.__getitem__, F.cross_entropy, steps, lr=3e-3, device=device
+        )
+        model.eval()
+        with torch.no_grad():
+            tokens, target = (t.to(device) for t in test)
+            results[kind] = accuracy(model(tokens), target)
+    return results

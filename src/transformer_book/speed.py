@@ -1,0 +1,91 @@
+"""Timing the package against PyTorch, and the KV cache (Chapter 7; ``make bench``).
+
+Times are medians of several runs after a warm-up, with the GPU synchronised
+around each run. They are figures to print, never to assert: machines are noisy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ._validate import check_int
+from .attention import MultiHeadAttention, causal_mask
+
+__all__ = ["median_ms", "mha_forward_backward_ms", "generation_tokens_per_s"]
+
+
+def median_ms(
+    fn: Callable[[], object], repeats: int = 5, device: torch.device | str = "cpu"
+) -> float:
+    """Median milliseconds of ``fn()`` over ``repeats`` runs, after one warm-up."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    repeats = check_int("repeats", repeats, minimum=1)
+    cuda = torch.device(device).type == "cuda"
+    fn()
+    times = []
+    for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(1000 * (time.perf_counter() - start))
+    return sorted(times)[len(times) // 2]
+
+
+def mha_forward_backward_ms(
+    t: int,
+    causal: bool = False,
+    batch: int = 8,
+    d_model: int = 256,
+    n_heads: int = 8,
+    repeats: int = 5,
+    device: torch.device | str = "cpu",
+) -> tuple[float, float]:
+    """Forward + backward of the package's MultiHeadAttention and of PyTorch's.
+
+    The two modules hold the same weights (``from_torch``) and run on the same
+    input, alternately, so that both see the same machine load. PyTorch's gets the
+    inverted mask (True = blocked) and ``need_weights=False``, its fast setting.
+
+    Returns (package ms, nn.MultiheadAttention ms).
+    """
+    t = check_int("t", t, minimum=1)
+    torch_mha = nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
+    ours = MultiHeadAttention.from_torch(torch_mha)
+    x = torch.randn(batch, t, d_model, device=device, requires_grad=True)
+    mask = causal_mask(t, device=device) if causal else None
+    blocked = None if mask is None else ~mask
+
+    def step_ours():
+        ours(x, mask=mask).sum().backward()
+
+    def step_torch():
+        torch_mha(x, x, x, attn_mask=blocked, need_weights=False)[0].sum().backward()
+
+    ours_ms, torch_ms = [], []
+    for _ in range(repeats):  # alternate, so both see the same load
+        ours_ms.append(median_ms(step_ours, 1, device))
+        torch_ms.append(median_ms(step_torch, 1, device))
+    middle = len(ours_ms) // 2
+    return sorted(ours_ms)[middle], sorted(torch_ms)[middle]
+
+
+def generation_tokens_per_s(
+    model: nn.Module, prompt: torch.Tensor, new_tokens: int, use_cache: bool
+) -> float:
+    """Tokens per second of ``model.generate`` (greedy), with or without the cache."""
+    new_tokens = check_int("new_tokens", new_tokens, minimum=1)
+    device = prompt.device
+    seconds = median_ms(
+        lambda: model.generate(prompt, new_tokens, temperature=0, use_cache=use_cache),
+        repeats=1,
+        device=device,
+    )
+    return new_tokens / (seconds / 1000)
