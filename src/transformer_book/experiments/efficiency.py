@@ -9,11 +9,14 @@ keeps in its KV cache and how well it predicts the held-out prose. The chapter
 runs it with seed 0 and asserts its bounds; ``tests/test_experiments_efficiency.py``
 asserts them for seeds 1, 2, 3.
 
-2. ``run_recall_approximations`` (§7.5): Chapter 1's recall task, with the symbol
-anywhere among ``RECALL_T - 1`` tokens, read by one attention layer that is exact,
-restricted to a sliding window, Linformer's projection or Performer's random
-features. The task needs one sharp look at one far position: the test of what
-each approximation keeps.
+2. ``run_recall_approximations`` and ``run_lookup_approximations`` (§7.5):
+Chapter 1's recall task, with the symbol anywhere among ``RECALL_T - 1`` tokens,
+read by one attention layer that is exact, restricted to a sliding window,
+Linformer's projection or Performer's random features. The task needs one sharp
+look at one far position: the test of what each approximation keeps. The look-up
+(Chapter 2's task, with more pairs) needs a sharp look at one key among many that
+resemble it: associative recall, which kernel approximations such as Performer's
+blur.
 
 Shape letters: B batch, T positions, D ``d_model``, H query heads, Hkv key/value
 heads, Dh = D / H, L layers.
@@ -26,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention
-from ..data import recall_task
+from ..data import lookup_task, recall_task
 from ..device import set_seed
 from ..efficient import LinformerAttention, PerformerAttention, sliding_window_mask
 from ..models import GPT, GPTConfig
@@ -37,7 +40,9 @@ from .variants_uses import heldout_perplexity
 
 __all__ = [
     "KV_HEADS",
-    "KV_PPL_RATIO",
+    "KV_PPL_BOUND",
+    "RECALL_BOUNDS",
+    "LOOKUP_BOUNDS",
     "kv_cache_bytes",
     "run_kv_sharing",
     "APPROXIMATIONS",
@@ -46,15 +51,10 @@ __all__ = [
     "scattered_recall",
     "RecallReader",
     "run_recall_approximations",
+    "LOOKUP_SIZES",
+    "LookupReader",
+    "run_lookup_approximations",
 ]
-
-KV_HEADS = (4, 2, 1)
-"""Key/value heads for the 4 query heads: multi-head, grouped-query, multi-query."""
-
-KV_PPL_RATIO = 1.1
-"""The bound the chapter states: sharing key/value heads raises the held-out
-perplexity by at most this factor over multi-head attention, at this size."""
-
 
 RECALL_T = 64  # tokens per sequence: the symbol, 62 fillers, the query
 WINDOW = 16  # the sliding window: the query sees itself and the 15 tokens before
@@ -65,6 +65,31 @@ APPROXIMATIONS = (
     "Performer m=16",
 )
 """The attention layers compared on the recall task (``RecallReader``'s kinds)."""
+
+KV_HEADS = (4, 1)
+"""Key/value heads for the 4 query heads that ``run_kv_sharing`` trains by
+default: multi-head and multi-query attention (pass (4, 2, 1) for grouped-query
+too; the chapter keeps two to stay within its time budget)."""
+
+KV_PPL_BOUND = 0.6
+"""The bound the chapter states: every variant's held-out perplexity is at most
+this fraction of the unigram model's. Measured with 200 steps, seeds 0-3: 92-202
+against the unigram's 373 for 4, 2 and 1 key/value heads, with no ordering that
+holds across seeds (multi-query came out best with seed 0, worst with seed 2)."""
+
+# The bounds of §7.5, as measured for seeds 0-3 with margin (n_test = 2000)
+RECALL_BOUNDS = {
+    "exact": (0.99, 1.0),  # measured 1.0
+    f"sliding window {WINDOW}": (0.25, 0.40),  # 0.31-0.35; ceiling (15 + 48/8)/63
+    "Linformer k=8": (0.85, 1.0),  # 0.90-1.0
+    "Performer m=16": (0.99, 1.0),  # 1.0
+}
+LOOKUP_BOUNDS = {
+    "exact": (0.99, 1.0),  # measured 0.998-1.0
+    f"sliding window {WINDOW}": (0.42, 0.56),  # 0.48-0.50; ceiling (15 + 17/16)/32
+    "Linformer k=8": (0.0, 0.15),  # 0.055-0.097: chance is 1/16
+    "Performer m=16": (0.0, 0.60),  # 0.34-0.41
+}
 
 
 def kv_cache_bytes(cfg: GPTConfig, tokens: int, dtype_bytes: int = 4) -> int:
@@ -156,39 +181,72 @@ def scattered_recall(
 
 
 class RecallReader(nn.Module):
-    """Embed the tokens, one attention layer of ``kind``, classify at the query.
+    """Embed the tokens, one attention layer of ``kind``, classify at the last one.
 
     ``kind`` is one of :data:`APPROXIMATIONS`. Self-attention over the whole
     sequence (no positions, as in Chapter 1), then the last position's output,
-    with its residual, goes to a linear classifier.
+    with its residual, goes to a linear classifier. The defaults fit the recall
+    task: 8 symbols, 8 fillers and the query, ``RECALL_T`` tokens.
 
-    Shapes: tokens (B, RECALL_T) -> logits (B, n_symbols)
+    Shapes: tokens (B, seq_len) -> logits (B, n_classes)
     """
 
-    def __init__(self, kind: str, n_symbols: int = 8, n_fillers: int = 8):
+    def __init__(
+        self,
+        kind: str,
+        vocab_size: int = 17,
+        n_classes: int = 8,
+        seq_len: int = RECALL_T,
+    ):
         super().__init__()
         if kind not in APPROXIMATIONS:
             raise ValueError(f"kind must be one of {APPROXIMATIONS}, got {kind!r}")
         d_model, n_heads = 32, 2
         self.kind = kind
-        self.embed = nn.Embedding(n_symbols + n_fillers + 1, d_model)
+        self.embed = nn.Embedding(vocab_size, d_model)
         if kind.startswith("Linformer"):
-            self.attn = LinformerAttention(d_model, n_heads, seq_len=RECALL_T, k=8)
+            self.attn = LinformerAttention(d_model, n_heads, seq_len=seq_len, k=8)
         elif kind.startswith("Performer"):
             self.attn = PerformerAttention(d_model, n_heads, n_features=16)
         else:
             self.attn = MultiHeadAttention(d_model, n_heads)
-        window = sliding_window_mask(RECALL_T, WINDOW)  # (T, T)
+        window = sliding_window_mask(seq_len, WINDOW)  # (T, T)
         self.register_buffer("window", window, persistent=False)
-        self.head = nn.Linear(d_model, n_symbols)
+        self.head = nn.Linear(d_model, n_classes)
 
-    def forward(self, tokens: Tensor) -> Tensor:
-        x = self.embed(tokens)  # (B, T) -> (B, T, D)
+    def read(self, x: Tensor) -> Tensor:
+        """Attention over x, then classify its last position: (B, T, D) -> (B, C)."""
         if self.kind.startswith("sliding"):
             h = self.attn(x, mask=self.window)  # (B, T, D)
         else:
             h = self.attn(x)  # (B, T, D)
-        return self.head(x[:, -1] + h[:, -1])  # (B, D) -> (B, n_symbols)
+        return self.head(x[:, -1] + h[:, -1])  # (B, D) -> (B, C)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return self.read(self.embed(tokens))  # (B, T) -> (B, T, D) -> (B, C)
+
+
+LOOKUP_SIZES = dict(n_pairs=32, n_keys=64, n_values=16)
+"""The look-up of §7.5: 32 (key, value) pairs per row, keys drawn from 64."""
+
+
+class LookupReader(RecallReader):
+    """The same attention layer of ``kind`` reading the look-up task.
+
+    Each (key, value) pair is one token, the sum of a key and a value embedding;
+    the query key comes last, and the layer's output there names the value.
+
+    Shapes: keys, values (B, N) and query (B,) -> logits (B, n_values)
+    """
+
+    def __init__(self, kind: str):
+        n_pairs, n_keys, n_values = LOOKUP_SIZES.values()
+        super().__init__(kind, n_keys, n_values, seq_len=n_pairs + 1)
+        self.value_embed = nn.Embedding(n_values, self.embed.embedding_dim)
+
+    def forward(self, keys: Tensor, values: Tensor, query: Tensor) -> Tensor:
+        items = self.embed(keys) + self.value_embed(values)  # (B, N, D)
+        return self.read(torch.cat([items, self.embed(query)[:, None]], dim=1))
 
 
 def run_recall_approximations(
@@ -205,26 +263,65 @@ def run_recall_approximations(
     sees only the last ``WINDOW`` tokens can at best answer the symbols inside the
     window and guess the rest: (w + (T - 1 - w) / 8) / (T - 1) with w = WINDOW - 1.
     """
+    _check_run(seed, steps, n_test, kinds)
+    gen = torch.Generator().manual_seed(seed + 100)
+
+    def draw(n: int, generator: torch.Generator) -> tuple[tuple, Tensor]:
+        tokens, target = scattered_recall(n, generator=generator)
+        return (tokens.to(device),), target.to(device)
+
+    return _run_readers(
+        RecallReader, draw, gen, seed + 200, steps, n_test, kinds, seed, device
+    )
+
+
+def run_lookup_approximations(
+    seed: int = 0,
+    steps: int = 300,
+    n_test: int = 2000,
+    kinds: tuple[str, ...] = APPROXIMATIONS,
+    device: torch.device | str | None = None,
+) -> dict[str, float]:
+    """Held-out accuracy of each ``kind`` of :class:`LookupReader` (chance 1/16).
+
+    The training of :func:`run_recall_approximations`, on look-up rows of
+    :data:`LOOKUP_SIZES`. A sliding window sees the last 15 pairs of 32: at best
+    (15 + 17 / 16) / 32, about 50%.
+    """
+    _check_run(seed, steps, n_test, kinds)
+    gen = torch.Generator().manual_seed(seed + 300)
+
+    def draw(n: int, generator: torch.Generator) -> tuple[tuple, Tensor]:
+        b = lookup_task(n, **LOOKUP_SIZES, generator=generator, device=device)
+        return (b.keys, b.values, b.query), b.target
+
+    return _run_readers(
+        LookupReader, draw, gen, seed + 400, steps, n_test, kinds, seed, device
+    )
+
+
+def _check_run(seed, steps, n_test, kinds) -> None:
     _check_seed(seed)
-    if not isinstance(steps, int) or steps < 1 or not isinstance(n_test, int):
-        raise ValueError(
-            f"steps and n_test must be positive ints, got {steps}, {n_test}"
-        )
+    for name, value in (("steps", steps), ("n_test", n_test)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     for kind in kinds:
         if kind not in APPROXIMATIONS:
             raise ValueError(f"kinds must come from {APPROXIMATIONS}, got {kind!r}")
-    gen = torch.Generator().manual_seed(seed + 100)
-    batches = [scattered_recall(64, generator=gen) for _ in range(steps)]
-    test = scattered_recall(n_test, generator=torch.Generator().manual_seed(seed + 200))
+
+
+def _run_readers(make, draw, gen, test_seed, steps, n_test, kinds, seed, device):
+    """Train one ``make(kind)`` per kind on the same batches; held-out accuracies."""
+    batches = [draw(64, gen) for _ in range(steps)]
+    inputs, target = draw(n_test, torch.Generator().manual_seed(test_seed))
     results = {}
     for kind in kinds:
         set_seed(seed)
-        model = RecallReader(kind)
+        model = make(kind)
         train(
             model, batches.__getitem__, F.cross_entropy, steps, lr=3e-3, device=device
         )
         model.eval()
         with torch.no_grad():
-            tokens, target = (t.to(device) for t in test)
-            results[kind] = accuracy(model(tokens), target)
+            results[kind] = accuracy(model(*inputs), target)
     return results

@@ -1,0 +1,115 @@
+"""Chapter 7's experiments (experiments.efficiency), and its claims for other seeds.
+
+The fast tests check the pieces: the scattered recall task, the readers, the KV
+cache formula. The tests marked ``seeds`` rerun the chapter's experiments with
+random seeds 1, 2 and 3 and assert the bounds the chapter states for seed 0.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_book.experiments.efficiency import (
+    APPROXIMATIONS,
+    KV_HEADS,
+    KV_PPL_BOUND,
+    LOOKUP_BOUNDS,
+    LOOKUP_SIZES,
+    RECALL_BOUNDS,
+    RECALL_T,
+    WINDOW,
+    LookupReader,
+    RecallReader,
+    kv_cache_bytes,
+    run_kv_sharing,
+    run_lookup_approximations,
+    run_recall_approximations,
+    scattered_recall,
+)
+from transformer_book.models import GPT, GPTConfig
+
+
+def test_scattered_recall_holds_one_symbol_anywhere_and_the_query_last():
+    tokens, target = scattered_recall(500, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape == (500, RECALL_T) and target.shape == (500,)
+    assert (tokens[:, -1] == 16).all(), "the query token ends every row"
+    is_symbol = tokens[:, :-1] < 8
+    assert (is_symbol.sum(1) == 1).all(), "exactly one symbol per row"
+    assert (tokens[:, :-1][is_symbol] == target).all(), "the target is that symbol"
+    where = is_symbol.float().argmax(1)
+    assert where.min() <= 2 and where.max() >= RECALL_T - 4, "anywhere in the row"
+
+
+@pytest.mark.parametrize("kind", APPROXIMATIONS)
+def test_every_reader_classifies_at_the_last_position(kind):
+    torch.manual_seed(0)
+    recall = RecallReader(kind)
+    tokens, _ = scattered_recall(3)
+    assert recall(tokens).shape == (3, 8)
+    lookup = LookupReader(kind)
+    n = LOOKUP_SIZES["n_pairs"]
+    keys = torch.randint(64, (3, n))
+    out = lookup(keys, torch.randint(16, (3, n)), keys[:, 0])
+    assert out.shape == (3, LOOKUP_SIZES["n_values"])
+
+
+def test_the_window_reader_cannot_see_beyond_its_window():
+    torch.manual_seed(0)
+    model = RecallReader(f"sliding window {WINDOW}").eval()
+    tokens, _ = scattered_recall(4)
+    changed = tokens.clone()
+    changed[:, : RECALL_T - WINDOW] = 8  # every token outside the window
+    assert torch.equal(model(tokens), model(changed))
+    changed[:, -2] = 9 if changed[0, -2] != 9 else 10  # one inside the window
+    assert not torch.equal(model(tokens), model(changed))
+
+
+@pytest.mark.parametrize("n_kv_heads", [None, 2, 1])
+def test_kv_cache_bytes_is_the_size_of_the_cache_tensors(n_kv_heads):
+    cfg = GPTConfig(vocab_size=20, max_len=16, n_kv_heads=n_kv_heads)
+    _, cache = GPT(cfg).forward_cached(torch.zeros(1, 7, dtype=torch.long))
+    measured = sum(t.numel() * t.element_size() for pair in cache for t in pair)
+    assert kv_cache_bytes(cfg, 7) == measured
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: RecallReader("exact-ish"), "kind must be one of"),
+        (lambda: run_recall_approximations(seed=-1), "seed"),
+        (lambda: run_recall_approximations(steps=0), "steps"),
+        (lambda: run_lookup_approximations(n_test=0), "n_test"),
+        (lambda: run_lookup_approximations(kinds=("fast",)), "kinds must come"),
+        (lambda: run_kv_sharing(seed=1.5), "seed"),
+        (lambda: run_kv_sharing(kv_heads=()), "kv_heads"),
+    ],
+)
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------- the chapter's claims, other seeds
+
+
+def within(results: dict[str, float], bounds: dict[str, tuple[float, float]]) -> None:
+    for kind, (low, high) in bounds.items():
+        assert low <= results[kind] <= high, f"{kind}: {results[kind]:.3f}"
+
+
+@pytest.mark.seeds
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_what_each_approximation_gives_up_holds_for_other_seeds(seed):
+    within(run_recall_approximations(seed), RECALL_BOUNDS)
+    within(run_lookup_approximations(seed), LOOKUP_BOUNDS)
+
+
+@pytest.mark.seeds
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shared_key_value_heads_still_learn_for_other_seeds(seed):
+    runs = run_kv_sharing(seed)
+    assert sorted(runs) == sorted(KV_HEADS)
+    for n_kv, run in runs.items():
+        assert run["ppl"] <= KV_PPL_BOUND * run["unigram_ppl"], (n_kv, run)
+        assert run["cache_bytes"] == 2 * 2 * n_kv * 16 * 4, "2 x L x Hkv x Dh x 4 B"
