@@ -8,7 +8,8 @@ module            what it holds                                     chapter
 ================  ================================================  =======
 ``device``        device choice, seeding, bfloat16 autocast         all
 ``recurrent``     readable RNN/LSTM, unrolled step by step          1
-``measure``       gradient norms, spectral radius, saved memory     1
+``measure``       gradient norms, spectral radius, saved and peak   1, 7
+                  memory
 ``classifiers``   the LSTM and attention classifiers of recall      1
 ``attention``     scaled dot-product and multi-head attention       2, 3
 ``probe``         an attention-only model, head recording/ablation  3
@@ -19,6 +20,9 @@ module            what it holds                                     chapter
 ``corpus``        pydoc_data's English prose, a fixed shipped copy  6
 ``tokenizer``     byte-level BPE and characters, token blocks       6
 ``efficient``     tiled attention, sparse masks, linear attention   7
+``speed``         timing against PyTorch; the KV cache's speed-up   7
+``distributed``   one training step under DDP, two processes        7
+``concepts``      the concept checks after each chapter's sections  all
 ``data``          toy tasks generated on the fly                    1-5
 ``train``         a short training loop, its history, schedules     1-5
 ``plot``          figures in one style (CJK labels included)        all

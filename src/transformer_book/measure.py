@@ -1,5 +1,6 @@
 """What Chapter 1 measures on recurrent networks and attention: how gradients
-fade with distance, and how much memory training keeps.
+fade with distance, and how much memory training keeps; and the peak memory of a
+call, with which Chapter 7 measures attention's O(T²).
 
 :func:`jacobian_norms` and :func:`spectral_radius` answer "do gradients survive
 T steps?"; :func:`saved_tensor_bytes` answers "what does the backward pass keep?".
