@@ -178,12 +178,18 @@ def test_saved_tensor_bytes_grow_linearly_for_rnn_quadratically_for_attention():
         x = torch.randn(1, t, 8, requires_grad=True)
         return saved_tensor_bytes(fn, x, exclude=[x, *params])
 
+    def readable(x):
+        return mha(x, need_weights=True)[0]  # asking for the weights: readable path
+
     rnn_128, rnn_256 = (measure(lambda x: rnn(x)[0], t) for t in (128, 256))
-    attn_128, attn_256 = (measure(mha, t) for t in (128, 256))
+    attn_128, attn_256 = (measure(readable, t) for t in (128, 256))
     assert rnn_128 > 0 and 1.8 < rnn_256 / rnn_128 < 2.2
     assert 3.5 < attn_256 / attn_128 < 4.1
     # the (T, T) attention weights are kept: at least 256 * 256 float32 values
     assert attn_256 >= 256 * 256 * 4
+    # the fused path (the default) keeps O(T): about twice for twice the length
+    fused_128, fused_256 = (measure(mha, t) for t in (128, 256))
+    assert 1.8 < fused_256 / fused_128 < 2.2 and fused_256 < attn_256 / 5
 
 
 def test_saved_tensor_bytes_counts_nothing_without_grad():

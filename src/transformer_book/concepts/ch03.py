@@ -73,8 +73,8 @@ CHECKS = {
             prompt=(
                 "A `MultiHeadAttention` with d_model = 256 runs on T = 128 tokens. You "
                 "change it from 4 heads to 16. What happens to its parameters, to the "
-                "FLOPs that `FlopCounterMode` counts, and to the number of attention "
-                "weights per example?"
+                "FLOPs of its matrix products, and to the number of attention weights "
+                "per example?"
             ),
             options=(
                 "Parameters, FLOPs and attention weights all stay the same",

@@ -32,6 +32,7 @@ from .ch05_transformer import (
     check_noam_lr,
 )
 from .ch06_variants import check_mask_tokens, check_top_p
+from .ch07_efficient import check_online_softmax_update, check_sliding_window_mask
 
 __all__ = [
     "check_gradient_ratio",
@@ -52,4 +53,6 @@ __all__ = [
     "check_beam_search",
     "check_top_p",
     "check_mask_tokens",
+    "check_online_softmax_update",
+    "check_sliding_window_mask",
 ]
