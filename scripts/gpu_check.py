@@ -22,9 +22,8 @@ from transformer_book.attention import (
 )
 from transformer_book.data import lookup_task
 from transformer_book.device import autocast, get_device, set_seed
-from transformer_book.models import GPT, GPTConfig
 from transformer_book.speed import (
-    generation_tokens_per_s,
+    kv_cache_speed_up,
     median_ms,
     mha_forward_backward_ms,
 )
@@ -141,11 +140,7 @@ def main() -> int:
         f"nn.MultiheadAttention, ratio {ours / theirs:.2f})"
     )
     new = 16 if args.quick else 512
-    cfg = GPTConfig(vocab_size=512, max_len=new + 16, d_model=128, n_layers=2)
-    gpt = GPT(cfg).to(device).eval()
-    prompt = torch.randint(0, cfg.vocab_size, (1, 16), device=device)
-    cached = generation_tokens_per_s(gpt, prompt, new, use_cache=True)
-    full = generation_tokens_per_s(gpt, prompt, new, use_cache=False)
+    cached, full = kv_cache_speed_up(new, device)
     print(
         f"GPT.generate, {new} new tokens: KV cache {cached:,.0f} tokens/s, without "
         f"{full:,.0f} tokens/s ({cached / full:.1f}x)"

@@ -16,6 +16,7 @@ import torch
 from transformer_book.models import GPT, GPTConfig
 from transformer_book.speed import (
     generation_tokens_per_s,
+    kv_cache_speed_up,
     median_ms,
     mha_forward_backward_ms,
 )
@@ -45,12 +46,18 @@ def test_generation_speed_with_and_without_the_cache():
         assert generation_tokens_per_s(model, prompt, 4, use_cache) > 0
 
 
+def test_kv_cache_speed_up_times_both_ways():
+    cached, full = kv_cache_speed_up(4)
+    assert cached > 0 and full > 0
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
         (lambda: median_ms("f"), TypeError, "fn must be callable"),
         (lambda: median_ms(lambda: None, repeats=0), ValueError, "repeats"),
         (lambda: mha_forward_backward_ms(0), ValueError, "t must"),
+        (lambda: kv_cache_speed_up(0), ValueError, "new_tokens"),
     ],
 )
 def test_bad_arguments_are_named(call, error, match):

@@ -15,7 +15,12 @@ from torch import nn
 from ._validate import check_int
 from .attention import MultiHeadAttention, causal_mask
 
-__all__ = ["median_ms", "mha_forward_backward_ms", "generation_tokens_per_s"]
+__all__ = [
+    "median_ms",
+    "mha_forward_backward_ms",
+    "generation_tokens_per_s",
+    "kv_cache_speed_up",
+]
 
 
 def median_ms(
@@ -89,3 +94,23 @@ def generation_tokens_per_s(
         device=device,
     )
     return new_tokens / (seconds / 1000)
+
+
+def kv_cache_speed_up(
+    new_tokens: int = 512, device: torch.device | str = "cpu"
+) -> tuple[float, float]:
+    """Tokens per second of an untrained GPT (d_model 128, 2 layers, a 16-token
+    prompt) generating ``new_tokens`` greedily, with and without the KV cache.
+
+    The figure ``make bench`` and ``make gpu-check`` print; timing needs no
+    training. Returns (with the cache, without).
+    """
+    from .models import GPT, GPTConfig  # models import attention: no cycle here
+
+    new_tokens = check_int("new_tokens", new_tokens, minimum=1)
+    cfg = GPTConfig(vocab_size=512, max_len=new_tokens + 16, d_model=128, n_layers=2)
+    model = GPT(cfg).to(device).eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, 16), device=device)
+    cached = generation_tokens_per_s(model, prompt, new_tokens, use_cache=True)
+    full = generation_tokens_per_s(model, prompt, new_tokens, use_cache=False)
+    return cached, full
