@@ -8,10 +8,11 @@ export TRANSFORMER_BOOK_QUIET := 1
 
 .PHONY: book serve execute test lint unit nbval nbval-alt seeds html browser colab bench gpu-check install clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 

@@ -15,6 +15,10 @@ size that extra head only slowed training (held-out loss after 250 steps 5.86
 with it, 5.52 without; unigram 5.89), so it is left out. BERT's next-sentence
 task and segment embeddings are left out too, as RoBERTa does.
 
+``BERTConfig(norm_first=False, layer_norm_eps=1e-12)`` builds BERT's own layout
+instead: post-norm blocks and a LayerNorm on the embeddings. Chapter 8 loads a
+real pretrained checkpoint into it (``transformer_book.pretrained``).
+
 Shape letters: B batch, T positions, D ``d_model``, H heads, V ``vocab_size``.
 """
 
@@ -27,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import check_config, check_ids
-from .gpt import build_pre_norm_stack_, gpt2_init_
+from .gpt import build_block_stack_, gpt2_init_
 
 __all__ = ["BERTConfig", "BERT", "IGNORE_INDEX", "mask_tokens"]
 
@@ -46,9 +50,16 @@ class BERTConfig:
     d_ff: int = 256  # hidden width of the feed-forward network, 4 * D
     dropout: float = 0.0  # on embeddings and sub-layers (BERT: 0.1)
     pad_id: int = 0  # padding token: keys holding it are masked out
+    norm_first: bool = True  # pre-norm; False: BERT's post-norm + embedding LayerNorm
+    layer_norm_eps: float = 1e-5  # BERT's checkpoints use 1e-12
 
     def __post_init__(self):
         check_config(self)
+        if not isinstance(self.norm_first, bool):
+            raise ValueError(f"norm_first must be a bool, got {self.norm_first!r}")
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
+            raise ValueError(f"layer_norm_eps must be a positive number, got {eps!r}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(
                 f"pad_id={self.pad_id} is not a token id of vocab_size="
@@ -57,7 +68,10 @@ class BERTConfig:
 
 
 class BERT(nn.Module):
-    """Token + position embedding, L bidirectional pre-norm blocks, masked-LM head.
+    """Token + position embedding, L bidirectional blocks, masked-LM head.
+
+    Pre-norm blocks and a final LayerNorm by default; with ``cfg.norm_first`` False,
+    BERT's own post-norm blocks after a LayerNorm on the embeddings.
 
     Shapes:
         idx: (B, T) token ids, T <= max_len
@@ -68,7 +82,7 @@ class BERT(nn.Module):
 
     def __init__(self, cfg: BERTConfig):
         super().__init__()
-        build_pre_norm_stack_(self, cfg)
+        build_block_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size)  # the masked-LM head
         self.output.weight = self.token.weight  # tied; the bias is the head's own
         gpt2_init_(self, cfg.n_layers)  # BERT's N(0, 0.02), as GPT-2's
@@ -92,11 +106,12 @@ class BERT(nn.Module):
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be bool (True = may attend), got {mask.dtype}")
         positions = self.position.weight[: idx.shape[1]]  # (T, D)
-        x = self.dropout(self.token(idx) + positions)  # (B, T, D)
+        x = self.dropout(self.embed_norm(self.token(idx) + positions))  # (B, T, D)
         weights = []
         for block in self.blocks:
             if need_weights:  # the same attention again, to read its weights
-                _, w = block.self_attn(block.norm1(x), mask=mask, need_weights=True)
+                seen = block.norm1(x) if block.norm_first else x  # what attention reads
+                _, w = block.self_attn(seen, mask=mask, need_weights=True)
                 weights.append(w)  # (B, H, T, T)
             x = block(x, mask=mask)
         x = self.norm(x)

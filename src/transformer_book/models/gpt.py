@@ -62,7 +62,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        build_pre_norm_stack_(self, cfg)
+        build_block_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.output.weight = self.token.weight  # one (V, D) table, two uses
         gpt2_init_(self, cfg.n_layers)
@@ -163,16 +163,25 @@ class GPT(nn.Module):
         return out
 
 
-def build_pre_norm_stack_(model: nn.Module, cfg) -> None:
-    """The trunk GPT and BERT share: embeddings, L pre-norm GELU blocks, final LN.
+def build_block_stack_(model: nn.Module, cfg) -> None:
+    """The trunk GPT and BERT share: embeddings, L GELU blocks, and their norms.
 
-    Sets ``model.cfg``, ``token`` (V, D), ``position`` (max_len, D), ``dropout``,
-    ``blocks`` and ``norm``. The two models differ only in the mask they pass the
-    blocks and in their output head.
+    Sets ``model.cfg``, ``token`` (V, D), ``position`` (max_len, D),
+    ``embed_norm``, ``dropout``, ``blocks`` and ``norm``. The two models differ
+    only in the mask they pass the blocks and in their output head.
+
+    Pre-norm blocks (GPT, and the book's BERT) end with a final LayerNorm
+    (``norm``) and leave the embeddings as they are. A config with
+    ``norm_first=False`` (BERT's own layout, Chapter 8) has post-norm blocks,
+    whose last LayerNorm already ends the stack, and a LayerNorm on the
+    embeddings instead (``embed_norm``); the unused one is an ``nn.Identity``.
     """
+    norm_first = getattr(cfg, "norm_first", True)  # GPTConfig has no such field
+    eps = getattr(cfg, "layer_norm_eps", 1e-5)
     model.cfg = cfg
     model.token = nn.Embedding(cfg.vocab_size, cfg.d_model)
     model.position = nn.Embedding(cfg.max_len, cfg.d_model)
+    model.embed_norm = nn.Identity() if norm_first else nn.LayerNorm(cfg.d_model, eps)
     model.dropout = nn.Dropout(cfg.dropout)
     model.blocks = nn.ModuleList(
         EncoderBlock(
@@ -180,13 +189,14 @@ def build_pre_norm_stack_(model: nn.Module, cfg) -> None:
             cfg.n_heads,
             cfg.d_ff,
             cfg.dropout,
-            norm_first=True,
+            norm_first=norm_first,
             activation="gelu",
+            layer_norm_eps=eps,
             n_kv_heads=getattr(cfg, "n_kv_heads", None),  # GPT's; BERT has all H
         )
         for _ in range(cfg.n_layers)
     )
-    model.norm = nn.LayerNorm(cfg.d_model)
+    model.norm = nn.LayerNorm(cfg.d_model, eps) if norm_first else nn.Identity()
 
 
 def gpt2_init_(model: nn.Module, n_layers: int) -> None:
