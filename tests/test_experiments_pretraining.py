@@ -54,16 +54,25 @@ def test_scratch_classifier_learns_a_keyword_task():
 
 
 def test_claims_read_the_gaps():
+    counts = (16, 64, 256, 1024)
     good = pt.SampleEfficiency(
-        (16, 64, 256, 1024), [0.4, 0.5, 0.6, 0.7], [0.2, 0.3, 0.5, 0.66], 0.22
+        counts, [0.4, 0.5, 0.6, 0.7], [0.2, 0.3, 0.5, 0.62], 0.22
     )
     assert all(pt.sample_efficiency_claims(good).values())
     behind = pt.SampleEfficiency(
-        (16, 64, 256, 1024), [0.4, 0.5, 0.52, 0.7], [0.2, 0.3, 0.5, 0.66], 0.22
+        counts, [0.4, 0.5, 0.52, 0.7], [0.2, 0.3, 0.5, 0.66], 0.22
     )
-    assert not pt.sample_efficiency_claims(behind)[
-        "pretrained ahead with 16-256 labels"
+    claims = pt.sample_efficiency_claims(behind)
+    assert not claims["pretrained ahead at every count"]
+    assert not claims["pretrained with 256 labels ~ scratch with 1,024"]
+    wider = pt.SampleEfficiency(
+        counts, [0.4, 0.5, 0.6, 0.9], [0.2, 0.45, 0.5, 0.6], 0.22
+    )
+    assert not pt.sample_efficiency_claims(wider)[
+        "the gap narrows from 64 to 1,024 labels"
     ]
+    with pytest.raises(ValueError, match="label counts"):
+        pt.sample_efficiency_claims(pt.SampleEfficiency((16,), [0.4], [0.2], 0.2))
 
 
 def test_finetune_step_seconds_times_one_step():

@@ -38,7 +38,7 @@ __all__ = [
     "MAX_TOKENS",
     "N_TEST",
     "PRETRAINED_MARGIN",
-    "CAUGHT_UP",
+    "FOUR_TIMES_SLACK",
     "TopicData",
     "topic_data",
     "label_subset",
@@ -68,11 +68,12 @@ TOPICS = (
 LABEL_COUNTS = (16, 64, 256, 1024)
 MAX_TOKENS = 32  # WordPieces per sentence, [CLS] and [SEP] included: the cost cap
 N_TEST = 256  # held-out sentences (of the 342 the split gives), for the budget
-# The bounds Chapter 8 states, measured for seeds 0-3: the pretrained probe is ahead
-# of the model trained from scratch by 0.08-0.22 at 16, 64 and 256 labels, and by
-# only 0.01-0.07 at 1,024, where the learner trained end to end has caught up.
-PRETRAINED_MARGIN = 0.05  # pretrained - scratch >= this at 16, 64, 256 labels
-CAUGHT_UP = 0.1  # |pretrained - scratch| <= this at 1,024 labels
+# The bounds Chapter 8 states. Measured for seeds 0-3 (pretrained - scratch): 0.10 to
+# 0.19 at 16 and 64 labels, 0.06 to 0.14 at 256, 0.05 to 0.12 at 1,024; and the
+# pretrained probe with 256 labels 0.01 above to 0.04 below the model trained from
+# scratch with 1,024.
+PRETRAINED_MARGIN = 0.04  # pretrained - scratch >= this at every label count
+FOUR_TIMES_SLACK = 0.05  # pretrained at 256 labels >= scratch at 1,024 - this
 
 
 @dataclass(frozen=True)
@@ -279,21 +280,20 @@ def run_sample_efficiency(
 
 
 def sample_efficiency_claims(result: SampleEfficiency) -> dict[str, bool]:
-    """The claims §8.3 states, each checked on ``result`` (True = it holds)."""
-    gaps = dict(
-        zip(
-            result.label_counts,
-            (p - s for p, s in zip(result.pretrained, result.scratch, strict=True)),
-            strict=True,
-        )
-    )
-    few = [gaps[n] for n in (16, 64, 256) if n in gaps]
+    """The claims §8.3 states, each checked on ``result`` (True = it holds).
+
+    ``result`` must hold the label counts 64, 256 and 1,024.
+    """
+    at = dict(zip(result.label_counts, range(len(result.label_counts)), strict=True))
+    if not {64, 256, 1024} <= at.keys():
+        raise ValueError("result must hold the label counts 64, 256 and 1024")
+    pre, scratch = result.pretrained, result.scratch
+    gap = [p - s for p, s in zip(pre, scratch, strict=True)]
     return {
-        "pretrained ahead with 16-256 labels": bool(few)
-        and min(few) >= PRETRAINED_MARGIN,
-        "from scratch catches up at 1,024": abs(gaps.get(1024, 1.0)) <= CAUGHT_UP,
-        "both beat the majority class at 1,024": min(
-            result.pretrained[-1], result.scratch[-1]
-        )
+        "pretrained ahead at every count": min(gap) >= PRETRAINED_MARGIN,
+        "the gap narrows from 64 to 1,024 labels": gap[at[1024]] < gap[at[64]],
+        "pretrained with 256 labels ~ scratch with 1,024": pre[at[256]]
+        >= scratch[at[1024]] - FOUR_TIMES_SLACK,
+        "both far above the majority class at 1,024": min(pre[-1], scratch[-1])
         > result.majority + 0.3,
     }
