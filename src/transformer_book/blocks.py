@@ -29,7 +29,7 @@ from ._validate import (
 )
 from .attention import MultiHeadAttention
 
-__all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
+__all__ = ["FeedForward", "EncoderBlock", "DecoderBlock", "encoder_stack"]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -155,6 +155,29 @@ class EncoderBlock(nn.Module):
         new.self_attn = MultiHeadAttention.from_torch(m.self_attn)
         _copy_feed_forward_and_norms(new, m, n_norms=2)
         return new.train(m.training)
+
+
+def encoder_stack(cfg, norm_first: bool = True) -> nn.ModuleList:
+    """``cfg.n_layers`` GELU encoder blocks of the sizes in ``cfg``: the trunk of
+    GPT, BERT (Chapter 6), the ViT and the Decision Transformer (Chapter 8).
+
+    ``cfg`` needs ``d_model``, ``n_heads``, ``d_ff``, ``dropout`` and ``n_layers``;
+    ``layer_norm_eps`` and ``n_kv_heads`` are read when it has them. Pre-norm unless
+    ``norm_first`` is False (BERT's own layout).
+    """
+    return nn.ModuleList(
+        EncoderBlock(
+            cfg.d_model,
+            cfg.n_heads,
+            cfg.d_ff,
+            cfg.dropout,
+            norm_first=norm_first,
+            activation="gelu",
+            layer_norm_eps=getattr(cfg, "layer_norm_eps", 1e-5),
+            n_kv_heads=getattr(cfg, "n_kv_heads", None),  # GPT's; others use all H
+        )
+        for _ in range(cfg.n_layers)
+    )
 
 
 class DecoderBlock(nn.Module):

@@ -109,10 +109,10 @@ def _render(section: str, questions: tuple[Question, ...]) -> str:
 
 def all_checks() -> dict[str, tuple[Question, ...]]:
     """Every chapter's checks, by section number ("1.3", "2.5"...)."""
-    from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07
+    from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 
     checks: dict[str, tuple[Question, ...]] = {}
-    for module in (ch01, ch02, ch03, ch04, ch05, ch06, ch07):
+    for module in (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08):
         checks.update(module.CHECKS)
     return checks
 

@@ -33,6 +33,8 @@ from .ch05_transformer import (
 )
 from .ch06_variants import check_mask_tokens, check_top_p
 from .ch07_efficient import check_online_softmax_update, check_sliding_window_mask
+from .ch08_decision import check_power_law_fit, check_returns_to_go
+from .ch08_vision import check_attention_rollout, check_patchify
 
 __all__ = [
     "check_gradient_ratio",
@@ -55,4 +57,8 @@ __all__ = [
     "check_mask_tokens",
     "check_online_softmax_update",
     "check_sliding_window_mask",
+    "check_patchify",
+    "check_attention_rollout",
+    "check_returns_to_go",
+    "check_power_law_fit",
 ]

@@ -16,5 +16,12 @@ module             experiment                                              chapt
 ``variants``       GPT, BERT and T5 on the same corpus and probes          6
 ``variants_uses``  what each trained model is used for: perplexity,        6
                    sentence vectors, a fine-tuned text-to-text task
+``efficiency``     KV sharing; what sparse and linear attention give up    7
+``bert_heads``     the heads of the pretrained MiniLM: kinds, ablations    8
+``pretraining``    sample efficiency: pretrained probe against scratch     8
+``vision``         a ViT against an MLP and a CNN on handwritten digits    8
+``scaling``        four sizes of GPT on one corpus; a fitted power law     8
 =================  ======================================================  =======
+
+The Decision Transformer of Chapter 8 is in ``transformer_book.decision``.
 """

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, causal_mask
-from ..blocks import EncoderBlock
+from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
 from .sampling import sample_next
 
@@ -183,19 +183,7 @@ def build_block_stack_(model: nn.Module, cfg) -> None:
     model.position = nn.Embedding(cfg.max_len, cfg.d_model)
     model.embed_norm = nn.Identity() if norm_first else nn.LayerNorm(cfg.d_model, eps)
     model.dropout = nn.Dropout(cfg.dropout)
-    model.blocks = nn.ModuleList(
-        EncoderBlock(
-            cfg.d_model,
-            cfg.n_heads,
-            cfg.d_ff,
-            cfg.dropout,
-            norm_first=norm_first,
-            activation="gelu",
-            layer_norm_eps=eps,
-            n_kv_heads=getattr(cfg, "n_kv_heads", None),  # GPT's; BERT has all H
-        )
-        for _ in range(cfg.n_layers)
-    )
+    model.blocks = encoder_stack(cfg, norm_first)
     model.norm = nn.LayerNorm(cfg.d_model, eps) if norm_first else nn.Identity()
 
 
