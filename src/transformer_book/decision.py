@@ -82,6 +82,7 @@ __all__ = [
     "rank_correlation",
     "DecisionRun",
     "run_decision",
+    "decision_claims",
 ]
 
 LENGTH = 5  # cells 0..4; start in 0, goal in 4
@@ -543,3 +544,20 @@ def run_decision(
         model=model,
         history=history,
     )
+
+
+def decision_claims(run: DecisionRun) -> dict[str, bool]:
+    """The claims Chapter 8 states about ``run``, each checked (True = it holds)."""
+    below_top = zip(run.targets[:-1], run.achieved[:-1], strict=True)
+    top = run.achieved[-1]
+    return {
+        "the achieved return rises with the requested one": run.rank_correlation
+        >= RANK_BOUND,
+        "each target below the top is met within 1.25": all(
+            abs(a - t) <= TRACKING_ERROR for t, a in below_top
+        ),
+        "at the top, near the data's best": top >= TOP_FRACTION * run.dataset_best,
+        "at the top, twice the data's mean": top >= ABOVE_MEAN * run.dataset_mean,
+        "at the top, near the best expected return": run.optimal_expected - top
+        <= OPTIMAL_GAP,
+    }

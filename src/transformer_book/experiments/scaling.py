@@ -66,6 +66,7 @@ __all__ = [
     "ScalingRow",
     "ScalingRun",
     "run_scaling",
+    "scaling_claims",
 ]
 
 SIZES = ((16, 1), (32, 2), (64, 4), (96, 6))  # (d_model, n_heads): d_head 16
@@ -335,3 +336,20 @@ def run_scaling(
         offset_fit=fit_power_law_offset(x, y),
         unigram_loss=unigram,
     )
+
+
+def scaling_claims(run: ScalingRun) -> dict[str, bool]:
+    """The claims Chapter 8 states about ``run``, each checked (True = it holds)."""
+    losses = [r.loss for r in run.rows]
+    return {
+        "each model beats the one two sizes smaller": all(
+            a - b >= SKIP_GAP for a, b in zip(losses[:-2], losses[2:], strict=True)
+        ),
+        "the largest beats the smallest by a wide margin": losses[0] - losses[-1]
+        >= LOSS_GAP,
+        "the exponent b of loss = a N^-b is small": EXPONENT_RANGE[0]
+        <= run.fit.b
+        <= EXPONENT_RANGE[1],
+        "the power law fits the points": run.fit.r_squared >= R2_BOUND,
+        "every size beats the unigram model": all(x < run.unigram_loss for x in losses),
+    }
