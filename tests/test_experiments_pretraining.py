@@ -79,9 +79,12 @@ def test_finetune_step_seconds_times_one_step():
     from transformer_book.models import BERT, BERTConfig
 
     model = BERT(BERTConfig(20, 8, d_model=16, n_heads=2, n_layers=1, d_ff=16))
-    before = model.token.weight.detach().clone()
-    seconds = pt.finetune_step_seconds(model, torch.randint(1, 20, (2, 8)))
-    assert seconds > 0 and not torch.equal(before, model.token.weight)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    seconds = pt.finetune_step_seconds(model, torch.randint(1, 20, (2, 8)), repeats=2)
+    assert seconds > 0
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    with pytest.raises(ValueError, match="repeats"):
+        pt.finetune_step_seconds(model, torch.randint(1, 20, (2, 8)), repeats=0)
 
 
 @pytest.fixture(scope="module")

@@ -339,7 +339,7 @@ N_CORPUS = 32  # corpus sentences for the positional scores, norms and ablations
 N_GRAMMAR = 64  # grammar sentences to choose heads, and as many to test them
 MAX_CORPUS_TOKENS = 40  # shorter corpus sentences only: the cost cap
 PREVIOUS_MIN = 0.9  # the best previous-token head's weight on the previous token
-CLS_MIN = 0.3  # layers 2-6's mean weight on [CLS]
+CLS_MIN = 0.3  # layers 1-5 (counting from 0): mean weight on [CLS]
 SEP_MAX = 0.1  # ... and on [SEP]
 # The chosen head's accuracy on new sentences >= the offset baseline + a margin:
 STRONG_MARGIN = 0.12  # for these relations
@@ -470,10 +470,11 @@ def heads_claims(study: HeadsStudy) -> dict[str, bool]:
     }
     random_rises = [v for k, v in rise.items() if k.startswith("random")]
     random_drifts = [v for k, v in study.drift.items() if k.startswith("random")]
-    later = slice(1, None)  # layers 2-6
+    later = slice(1, None)  # layers 1-5, counting from 0
     return {
         "a previous-token head": s["previous"].max().item() >= PREVIOUS_MIN,
-        "layers 2-6 park weight on [CLS]": s["[CLS]"][later].mean().item() >= CLS_MIN,
+        "layers 1-5 park their weight on [CLS]": s["[CLS]"][later].mean().item()
+        >= CLS_MIN,
         "... not on [SEP]": s["[SEP]"][later].mean().item() <= SEP_MAX,
         "heads find det, amod, nsubj, pobj, punct": all(
             study.accuracy[r] >= study.baseline[r] + STRONG_MARGIN
