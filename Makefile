@@ -64,9 +64,10 @@ nbval-alt: $(STAMP)
 	env $(ALT_NUMERICS) $(NBVAL) $(NOTEBOOKS)
 
 # Each chapter's headline experiment with seeds other than the notebook's. The tests
-# run one thread each (tests/conftest.py's one_thread), two processes at a time.
+# run one thread each (tests/conftest.py's one_thread), two processes at a time; the
+# tests of Chapter 8's pretrained MiniLM stay in one process (xdist_group "minilm").
 seeds: $(STAMP)
-	$(VENV)/bin/pytest -q -n 2 -m seeds tests
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -m seeds tests
 
 html: book
 

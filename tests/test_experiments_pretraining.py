@@ -10,8 +10,13 @@ from transformer_book.pretrained import load_minilm
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    return load_minilm()[1]
+def minilm():
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm):
+    return minilm[1]
 
 
 def test_topic_data_is_fixed_and_every_topic_is_tested(tokenizer):
@@ -88,12 +93,12 @@ def test_finetune_step_seconds_times_one_step():
 
 
 @pytest.fixture(scope="module")
-def features(tokenizer):
-    model, tok = load_minilm()
-    return pt.topic_features(model, tok)
+def features(minilm):
+    return pt.topic_features(*minilm)
 
 
 @pytest.mark.seeds
+@pytest.mark.xdist_group("minilm")  # one process loads MiniLM for these (make seeds)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sample_efficiency_claims_hold_for_other_seeds(features, seed):
     result = pt.run_sample_efficiency(*features, seed=seed)
