@@ -32,11 +32,11 @@ from ..attention import MultiHeadAttention
 from ..data import lookup_task, recall_task
 from ..device import set_seed
 from ..efficient import LinformerAttention, PerformerAttention, sliding_window_mask
-from ..models import GPT, GPTConfig
-from ..tokenizer import get_tokenizer, random_blocks
+from ..models import GPTConfig
+from ..tokenizer import get_tokenizer
 from ..train import accuracy, train
-from .variants import BLOCK_LEN, LR, SIZES, STEPS, WARMUP, train_stream
-from .variants_uses import heldout_perplexity
+from .variants import BLOCK_LEN, LR, SIZES, STEPS, WARMUP
+from .variants_uses import heldout_perplexity, prose_windows, train_gpt_on_prose
 
 __all__ = [
     "KV_HEADS",
@@ -124,31 +124,11 @@ def run_kv_sharing(
     if not kv_heads:
         raise ValueError("kv_heads must name at least one key/value head count")
     tok = get_tokenizer()
-    stream = train_stream()
-    windows = torch.Generator().manual_seed(seed + 1)
-    batches = [random_blocks(stream, 16, BLOCK_LEN, windows) for _ in range(steps)]
-
-    def get_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        window = batches[step]  # (B, T)
-        return window[:, :-1], window[:, 1:]  # inputs, next tokens
-
-    def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-
+    windows = prose_windows(seed, steps, 16)  # steps x (16, T): shared by all
     results = {}
     for n_kv in kv_heads:
         cfg = GPTConfig(tok.vocab_size, BLOCK_LEN, n_kv_heads=n_kv, **SIZES)
-        set_seed(seed)
-        model = GPT(cfg)
-        train(
-            model,
-            get_batch,
-            loss_fn,
-            steps,
-            lr=LR,
-            lr_lambda=lambda step: min(1.0, (step + 1) / WARMUP),
-            device=device,
-        )
+        model, _ = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
         ppl, unigram = heldout_perplexity(model, tok)
         results[n_kv] = {
             "ppl": ppl,

@@ -35,16 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from .._validate import check_int
-from ..device import set_seed
 from ..models import GPT, GPTConfig
-from ..tokenizer import get_tokenizer, random_blocks
-from ..train import train
-from .variants import BLOCK_LEN, train_stream
-from .variants_uses import heldout_perplexity
+from ..tokenizer import get_tokenizer
+from .variants import BLOCK_LEN
+from .variants_uses import heldout_perplexity, prose_windows, train_gpt_on_prose
 
 __all__ = [
     "SIZES",
@@ -279,19 +276,8 @@ def run_scaling(
             f"d_model, got {sizes!r}"
         )
     tok = get_tokenizer()
-    windows = torch.Generator().manual_seed(seed + 1)
-    batches = [
-        random_blocks(train_stream(), BATCH_SIZE, BLOCK_LEN, windows)
-        for _ in range(steps)
-    ]  # steps x (B, T)
+    windows = prose_windows(seed, steps, BATCH_SIZE)  # steps x (B, T)
     tokens = steps * BATCH_SIZE * (BLOCK_LEN - 1)
-
-    def get_batch(step: int) -> tuple[Tensor, Tensor]:
-        return batches[step][:, :-1], batches[step][:, 1:]  # inputs, next tokens
-
-    def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-
     rows, unigram = [], 0.0
     for d_model, n_heads in sizes:
         cfg = GPTConfig(
@@ -302,17 +288,7 @@ def run_scaling(
             n_layers=N_LAYERS,
             d_ff=4 * d_model,
         )
-        set_seed(seed)
-        model = GPT(cfg)
-        history = train(
-            model,
-            get_batch,
-            loss_fn,
-            steps,
-            lr=LR,
-            lr_lambda=lambda step: min(1.0, (step + 1) / WARMUP),
-            device=device,
-        )
+        model, history = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
         ppl, unigram_ppl = heldout_perplexity(model, tok)
         unigram = math.log(unigram_ppl)
         n = non_embedding_parameters(model)

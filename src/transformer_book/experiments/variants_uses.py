@@ -16,11 +16,12 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from ..corpus import paragraphs
-from ..models import BERT, GPT, T5
-from ..tokenizer import BPETokenizer, blocks, encode_stream
+from ..device import set_seed
+from ..models import BERT, GPT, T5, GPTConfig
+from ..tokenizer import BPETokenizer, blocks, encode_stream, random_blocks
 from ..train import accuracy, train
 from .variants import (
     BLOCK_LEN,
@@ -41,6 +42,8 @@ __all__ = [
     "heldout_perplexity",
     "pooled_topic_accuracy",
     "finetune_topic",
+    "prose_windows",
+    "train_gpt_on_prose",
 ]
 
 # The bounds Chapter 6 states, checked there with seed 0 and by the seeds tests.
@@ -137,3 +140,49 @@ def finetune_topic(
 
     train(model, batch, _loss, steps, lr=1e-3, device=device)
     return score_model("T5", model, tok, probe_set())["task_acc"]
+
+
+def prose_windows(seed: int, steps: int, batch_size: int) -> list[Tensor]:
+    """``steps`` batches of random windows of the training prose, drawn with
+    ``seed + 1``: the same batches for every model a comparison trains.
+
+    Shapes: steps x (batch_size, BLOCK_LEN)
+    """
+    stream = train_stream()
+    windows = torch.Generator().manual_seed(seed + 1)
+    return [random_blocks(stream, batch_size, BLOCK_LEN, windows) for _ in range(steps)]
+
+
+def train_gpt_on_prose(
+    cfg: GPTConfig,
+    windows: list[Tensor],
+    seed: int,
+    lr: float,
+    warmup: int,
+    device: torch.device | str | None = None,
+) -> tuple[GPT, dict]:
+    """A GPT of ``cfg`` (weights drawn after ``set_seed(seed)``) trained one step
+    per batch of ``windows`` to predict the next token, AdamW at ``lr`` after a
+    linear warm-up of ``warmup`` steps. Returns (model, train's history).
+
+    Chapter 7's KV-sharing comparison and Chapter 8's scaling run use it.
+    """
+
+    def get_batch(step: int) -> tuple[Tensor, Tensor]:
+        return windows[step][:, :-1], windows[step][:, 1:]  # inputs, next tokens
+
+    def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    set_seed(seed)
+    model = GPT(cfg)
+    history = train(
+        model,
+        get_batch,
+        loss_fn,
+        len(windows),
+        lr=lr,
+        lr_lambda=lambda step: min(1.0, (step + 1) / warmup),
+        device=device,
+    )
+    return model, history
