@@ -1,0 +1,329 @@
+"""Find the measured-looking numbers of the book's prose and what they must match.
+
+A number in the prose that a reader takes for a measurement (a decimal, a percentage,
+a number with a thousands separator, a multiplier, a number in scientific notation)
+must be a number that the chapter's outputs or code show, up to the precision it is
+written with: "9.3" matches a printed 9.29, "43,648" matches 43648. The test
+(``tests/test_prose_numbers.py``) applies this to every Markdown cell of every
+chapter, to the intro, and to the concept checks. A number that is a constant of the
+text rather than a measurement (a year, the paper's d_model = 512) goes on the
+document's allowlist, ``tests/prose_allowlist/<document>.toml`` (``<document>`` is
+the notebook's stem, ``concepts-chNN`` or ``intro``). An entry is either
+
+    "0.58" = "1/sqrt(3), the radius of the circular law: a property of the formula"
+
+or, for a number the prose derives by arithmetic,
+
+    "0.46" = { expr = "0.953 ** 16", why = "the forget gate's product over 16 steps" }
+
+where the test evaluates ``expr`` (Python, with ``math``) and checks that it rounds to
+the number as written. An entry whose number no longer appears in the document fails,
+so the allowlist cannot go stale.
+
+``python tests/prose_numbers.py [document ...]`` prints every number that matches
+nothing (for all documents, or the ones named).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+import sys
+import tomllib
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+ALLOWLIST_DIR = Path(__file__).with_name("prose_allowlist")
+
+# Text that is not prose: fenced code, inline code, math-free markup, links' targets,
+# citation roles, HTML tags and entities. Math stays: "$0.06$" is a number a reader
+# reads.
+_NOT_PROSE = [
+    re.compile(r"```.*?```", re.S),
+    re.compile(r"`[^`\n]*`"),
+    re.compile(r"\]\([^)]*\)"),  # [text](target): keep text, drop target
+    re.compile(r"<[^>]+>"),
+    re.compile(r"&\w+;"),
+    re.compile(r"https?://\S+"),
+]
+# Numbers that name a place in a text, not a quantity: §5.6, Exercise 8.6, Chapter
+# 1.2, concept check 1.5, Table 3, version 2.13.0, a heading's number.
+_REFERENCE = re.compile(
+    r"(?:§\s*|\b(?:[Ss]ections?|[Ee]xercises?|[Cc]hapters?|[Cc]hecks?|[Ff]igures?|"
+    r"[Tt]ables?|[Aa]lgorithms?|[Ee]quations?|[Ee]q\.|[Vv]ersions?|[Aa]ppendix|"
+    r"Python|PyTorch|torch|ipywidgets|numpy|matplotlib|IPython|ipykernel|"
+    r"[Ss]teps?|[Ll]ines?|[Cc]ells?)\s+)"
+    r"(\d+(?:\.\d+)+)(?:\s*(?:,|and|or|to|–|-)\s*(\d+(?:\.\d+)+))*"
+)
+_VERSION = re.compile(r"\b\d+\.\d+\.\d+(?:\.\w+)?\b")
+_HEADING = re.compile(r"^#+\s+\d+(?:\.\d+)*\s", re.M)
+
+# A measured-looking number in prose. Groups: the number, then an optional % or ×.
+_PROSE_NUMBER = re.compile(
+    r"(?<![\w.,])(?:×\s*)?"
+    r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)"
+    r"(\s?\\?%|\s?×|\s?x\b)?(?![\w,]*\d)"
+)
+# The first end of a range whose unit is written once: "82–84%", "2–3×".
+_RANGE_UNIT = re.compile(r"\s?(?:–|-|to)\s?\d+(?:\.\d+)?(\s?\\?%|\s?×)")
+# "3 × 6", "32 × 32": a shape, not a multiplier.
+_SHAPE_AFTER = re.compile(r"^\s*\d")
+_SHAPE_BEFORE = re.compile(r"\d\s*×\s*$")
+_MULTIPLIER_BEFORE = re.compile(r"×\s*$")
+
+# Any number in code or outputs.
+_ANY_NUMBER = re.compile(
+    r"(?<![\w.])-?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)"
+)
+
+
+@dataclass(frozen=True)
+class ProseNumber:
+    text: str  # as written, e.g. "4.1%", "43,648", "2.3×"
+    value: Decimal  # the number, in the unit written (4.1 for "4.1%")
+    decimals: int  # digits after the decimal point as written
+    kind: str  # "decimal", "percent", "thousands", "multiplier", "scientific"
+    context: str  # the sentence around it
+
+
+def prose_of(markdown: str) -> str:
+    """The Markdown with code, link targets and markup removed."""
+    text = markdown
+    for pattern in _NOT_PROSE:
+        text = pattern.sub(lambda m: "]" if m.group(0).startswith("](") else " ", text)
+    text = _HEADING.sub(lambda m: m.group(0).split()[0] + " ", text)
+    text = _REFERENCE.sub(" ", text)
+    text = _VERSION.sub(" ", text)
+    return text
+
+
+def _decimals(number: str) -> int:
+    mantissa = re.split(r"[eE]", number)[0]
+    return len(mantissa.split(".")[1]) if "." in mantissa else 0
+
+
+def prose_numbers(markdown: str) -> list[ProseNumber]:
+    """Every measured-looking number of a piece of prose.
+
+    Plain integers without a thousands separator ("8 heads", "T = 128", "1997") are
+    counts and constants, not measurements, and are not returned; with a % or × they
+    are.
+    """
+    text = prose_of(markdown)
+    found = []
+    for m in _PROSE_NUMBER.finditer(text):
+        number, suffix = m.group(1), (m.group(2) or "").strip().lstrip("\\")
+        if not suffix:
+            ranged = _RANGE_UNIT.match(text, m.end())
+            if ranged:
+                suffix = ranged.group(1).strip().lstrip("\\")
+        if suffix == "×" and _SHAPE_AFTER.match(text[m.end() :]):
+            continue  # "3 × 6"
+        if _SHAPE_BEFORE.search(text[max(0, m.start() - 12) : m.start(1)]):
+            continue  # the "6" of "3 × 6"
+        if suffix == "%":
+            kind = "percent"
+        elif suffix in ("×", "x") or _MULTIPLIER_BEFORE.search(
+            text[max(0, m.start() - 3) : m.start(1)]
+        ):
+            kind = "multiplier"
+        elif "," in number:
+            kind = "thousands"
+        elif re.search(r"[eE]", number):
+            kind = "scientific"
+        elif "." in number:
+            kind = "decimal"
+        else:
+            continue  # a plain integer
+        if kind == "multiplier" and suffix == "x" and "." not in number:
+            continue  # "2x" in prose is rare; "x" alone is usually a variable
+        start = text.rfind("\n\n", 0, m.start())
+        end = text.find("\n\n", m.end())
+        context = " ".join(text[start + 1 : end if end != -1 else None].split())
+        found.append(
+            ProseNumber(
+                text=m.group(0).strip().replace("\\%", "%"),
+                value=Decimal(number.replace(",", "")),
+                decimals=_decimals(number),
+                kind=kind,
+                context=context[:300],
+            )
+        )
+    return found
+
+
+def numbers_in(text: str) -> set[Decimal]:
+    """Every number that a piece of code or output shows."""
+    values = set()
+    for m in _ANY_NUMBER.finditer(text):
+        raw = m.group(0).replace(",", "")
+        try:
+            values.add(Decimal(raw))
+        except ArithmeticError:
+            continue
+    return values
+
+
+def matches(number: ProseNumber, haystack: set[Decimal]) -> bool:
+    """Whether a number the chapter shows rounds to ``number`` as written.
+
+    Written with k decimals, "x" stands for any value within half a unit of its last
+    digit; a percentage may also be shown as a fraction (4.1% as 0.041).
+    """
+    if number.kind == "scientific":
+        exponent = number.value.adjusted()
+        tolerance = Decimal(5) * Decimal(10) ** (exponent - number.decimals - 1)
+    else:
+        tolerance = Decimal(5) * Decimal(10) ** (-number.decimals - 1)
+    tolerance += Decimal("1e-12")
+    targets = [number.value]
+    if number.kind == "percent":
+        targets.append(number.value / 100)
+    for target in targets:
+        tol = tolerance if target == number.value else tolerance / 100
+        if any(abs(h - target) <= tol for h in haystack):
+            return True
+    return False
+
+
+def _output_text(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    data = output.get("data", {})
+    return "\n".join(
+        data[kind] for kind in ("text/plain", "text/markdown") if kind in data
+    )
+
+
+@dataclass
+class Document:
+    """One piece of prose to check and the numbers it may quote."""
+
+    name: str  # allowlist section: the notebook's stem, "intro", "concepts-ch01"
+    prose: list[tuple[str, str]]  # (where, markdown)
+    haystack: set[Decimal]
+
+
+def chapter_document(path: Path) -> Document:
+    nb = nbformat.read(path, as_version=4)
+    prose, shown = [], []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            prose.append((f"{path.stem} cell {index}", cell.source))
+            continue
+        if "concept_check(" in cell.source:
+            continue  # its output is the concept checks' prose, checked on its own
+        shown.append(cell.source)
+        shown.extend(_output_text(o) for o in cell.outputs)
+    return Document(path.stem, prose, numbers_in("\n".join(shown)))
+
+
+def concepts_document(chapter: Document) -> Document:
+    """A chapter's concept checks, which may quote what the chapter shows."""
+    number = int(chapter.name[:2])
+    module = importlib.import_module(f"transformer_book.concepts.ch{number:02d}")
+    prose = []
+    for section, questions in module.CHECKS.items():
+        for q_index, q in enumerate(questions):
+            texts = [q.prompt, *q.options, *q.why]
+            where = f"concept check {section} question {q_index + 1}"
+            prose.extend((where, text) for text in texts)
+    return Document(f"concepts-ch{number:02d}", prose, chapter.haystack)
+
+
+def book_documents() -> list[Document]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from toc_notebooks import toc_notebooks
+
+    chapters = [chapter_document(p) for p in toc_notebooks()]
+    everything = set().union(*(c.haystack for c in chapters))
+    documents = list(chapters)
+    documents += [concepts_document(c) for c in chapters]
+    for name in ("intro",):
+        text = (ROOT / "book" / f"{name}.md").read_text()
+        documents.append(Document(name, [(name, text)], everything))
+    return documents
+
+
+def load_allowlist() -> dict[str, dict[str, object]]:
+    """{document: {number as written: reason or {"expr": ..., "why": ...}}}."""
+    return {
+        path.stem: tomllib.loads(path.read_text())
+        for path in sorted(ALLOWLIST_DIR.glob("*.toml"))
+    }
+
+
+def allowlist_problems(documents, allowlist) -> list[str]:
+    """Entries without a reason, whose arithmetic is wrong, or that nothing uses."""
+    problems = []
+    by_name = {d.name: d for d in documents}
+    for name, entries in allowlist.items():
+        if name not in by_name:
+            problems.append(f"{name}.toml: no document of that name")
+            continue
+        written = {
+            n.text: n for _, md in by_name[name].prose for n in prose_numbers(md)
+        }
+        for text, entry in entries.items():
+            if text not in written:
+                problems.append(f"{name}.toml: {text!r} is not in the prose (stale)")
+                continue
+            if isinstance(entry, str):
+                if len(entry.split()) < 3:
+                    problems.append(f"{name}.toml: {text!r} needs a reason")
+                continue
+            if not isinstance(entry, dict) or set(entry) != {"expr", "why"}:
+                problems.append(f"{name}.toml: {text!r} must be a reason or {{expr, why}}")
+                continue
+            value = Decimal(repr(float(eval(entry["expr"], {"math": math}))))
+            if not matches(written[text], {value}):
+                problems.append(
+                    f"{name}.toml: {text!r} but {entry['expr']} = {value}"
+                )
+    return problems
+
+
+def unmatched(document: Document, allowlist):
+    """(where, number) for every number of the document that matches nothing."""
+    allowed = allowlist.get(document.name, {})
+    misses = []
+    for where, markdown in document.prose:
+        for number in prose_numbers(markdown):
+            if number.text in allowed:
+                continue
+            if not matches(number, document.haystack):
+                misses.append((where, number))
+    return misses
+
+
+def counts(documents, allowlist) -> dict[str, int]:
+    checked = allowed = missed = 0
+    for document in documents:
+        names = allowlist.get(document.name, {})
+        for _, markdown in document.prose:
+            for number in prose_numbers(markdown):
+                checked += 1
+                if number.text in names:
+                    allowed += 1
+                elif not matches(number, document.haystack):
+                    missed += 1
+    return {"checked": checked, "allowlisted": allowed, "unmatched": missed}
+
+
+if __name__ == "__main__":
+    allowlist = load_allowlist()
+    documents = book_documents()
+    chosen = set(sys.argv[1:])
+    for document in documents:
+        if chosen and document.name not in chosen:
+            continue
+        for where, number in unmatched(document, allowlist):
+            print(f"{where}: {number.text!r} ({number.kind})\n    {number.context}\n")
+    for problem in allowlist_problems(documents, allowlist):
+        print(problem)
+    print(counts(documents, allowlist))
