@@ -70,3 +70,109 @@ def test_plot_lines_draws_one_line_per_series():
     plt.close("all")
     with pytest.raises(ValueError, match="shape"):
         plot.plot_lines([1, 2], {"a": [1, 2, 3]}, "x", "y")
+
+
+def _line_style(line):
+    return (
+        matplotlib.colors.to_hex(line.get_color()),
+        line.get_linestyle(),
+        line.get_marker(),
+    )
+
+
+def test_a_model_has_one_style_in_every_figure():
+    # The same model in two figures with different companions (the Chapter 1 defect:
+    # attention red in one plot, green in the next)
+    first = plot.plot_lines(
+        [1, 2], {"vanilla RNN": [1, 2], "attention": [2, 1]}, "x", "y"
+    )
+    plt.close("all")
+    second = plot.plot_lines(
+        [1, 2],
+        {"LSTM": [1, 2], "LSTM, forget bias 3": [2, 2], "self-attention": [2, 1]},
+        "x",
+        "y",
+    )
+    plt.close("all")
+    attention = _line_style(first.get_lines()[1])
+    assert _line_style(second.get_lines()[2]) == attention
+    assert attention == (
+        plot.MODEL_STYLES["attention"]["color"].lower(),
+        plot.MODEL_STYLES["attention"]["linestyle"],
+        plot.MODEL_STYLES["attention"]["marker"],
+    )
+    # "LSTM, forget bias 3" is its own model, not the LSTM
+    assert _line_style(second.get_lines()[0]) != _line_style(second.get_lines()[1])
+    # every model differs from every other in colour, and in line style or marker
+    styles = list(plot.MODEL_STYLES.values())
+    assert len({s["color"] for s in styles}) == len(styles)
+    assert len({(s["linestyle"], s["marker"]) for s in styles}) == len(styles)
+
+
+def test_series_style_matches_names_and_variants():
+    bert = plot.series_style("BERT")
+    assert plot.series_style("BERT (masked LM)") == bert
+    assert plot.series_style("bert, 4 layers") == bert
+    assert plot.series_style("RNN") == plot.series_style("nn.RNN")
+    fused = plot.series_style("attention (fused kernel)")
+    assert fused == plot.MODEL_STYLES["attention"]
+    # a name inside another word is not that model
+    assert plot.series_style("GPTQ") != plot.MODEL_STYLES["GPT"]
+    assert plot.series_style("BERTology") != bert
+    # other labels follow the colour-blind-safe cycle by index
+    assert plot.series_style("scaled", 0)["color"] == plot.OKABE_ITO["blue"]
+    assert plot.series_style("scaled", 1) != plot.series_style("scaled", 0)
+    assert plot.series_style("x", 7) == plot.series_style("x", 0)
+    # the returned dict is a copy: changing it changes no later figure
+    bert["color"] = "red"
+    assert plot.series_style("BERT") != bert
+    with pytest.raises(TypeError, match="label"):
+        plot.series_style(3)
+    with pytest.raises(TypeError, match="index"):
+        plot.series_style("a", 1.0)
+    with pytest.raises(ValueError, match="index"):
+        plot.series_style("a", -1)
+
+
+def test_plot_lines_markers_and_distinct_series():
+    ax = plot.plot_lines([1, 2], {"a": [1, 2], "b": [2, 1]}, "x", "y")
+    a, b = ax.get_lines()
+    assert a.get_marker() == "o" and b.get_marker() == "s"
+    assert _line_style(a) != _line_style(b)
+    plt.close("all")
+    ax = plot.plot_lines([1, 2], {"a": [1, 2]}, "x", "y", marker=None)
+    assert ax.get_lines()[0].get_marker() in ("", "None", None)
+    plt.close("all")
+    # two labels of one model still look different (line style)
+    ax = plot.plot_lines(
+        [1, 2], {"attention (readable)": [1, 2], "attention (fused)": [2, 1]}, "x", "y"
+    )
+    first, second = ax.get_lines()
+    assert first.get_color() == second.get_color()
+    assert first.get_linestyle() != second.get_linestyle()
+    plt.close("all")
+    with pytest.raises(TypeError, match="marker"):
+        plot.plot_lines([1, 2], {"a": [1, 2]}, "x", "y", marker=3)
+    with pytest.raises(TypeError, match="labels"):
+        plot.plot_lines([1, 2], {1: [1, 2]}, "x", "y")
+
+
+def test_figure_view_keeps_the_axis_labels():
+    import io
+
+    from PIL import Image
+
+    def view_height(xlabel):
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([0, 1], [0, 1])
+        ax.set_xlabel(xlabel)
+        fig.set_dpi(90)
+        fig.canvas.draw()
+        below = ax.xaxis.label.get_window_extent().y0 < 0
+        return Image.open(io.BytesIO(plot.figure_view(fig).value)).size[1], below
+
+    with_label, cut_off = view_height("a label that a plain savefig cuts off")
+    without_label, _ = view_height("")
+    assert cut_off  # the label lies below the figure's edge
+    # the image grows by the label's height: the label is in it
+    assert with_label >= without_label + 8

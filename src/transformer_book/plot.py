@@ -14,7 +14,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib import font_manager
+from matplotlib import cycler, font_manager
 
 from ._validate import check_real
 
@@ -22,6 +22,9 @@ __all__ = [
     "use_book_style",
     "attention_heatmap",
     "plot_lines",
+    "series_style",
+    "MODEL_STYLES",
+    "OKABE_ITO",
     "linked_stack",
     "linked_views",
     "figure_view",
@@ -33,6 +36,47 @@ CJK_FONT = "Noto Sans CJK SC"
 # The CSS class of linked widgets: the browser test moves every control in one
 LINKED_CLASS = "tb-linked"
 _STYLE_APPLIED = False
+
+# The Okabe-Ito palette (Okabe & Ito, 2008), distinguishable with every common form
+# of colour blindness; yellow is left out (too pale on white).
+OKABE_ITO = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "bluish green": "#009E73",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+    "sky blue": "#56B4E9",
+    "black": "#000000",
+}
+_CYCLE_COLORS = list(OKABE_ITO.values())
+_CYCLE_LINESTYLES = ["-", "--", "-.", ":", "-", "--", "-."]
+_CYCLE_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+
+# One style per model, the same in every chapter: a reader who learnt that the LSTM
+# is the orange dashed line in Chapter 1 finds it so everywhere. Colour, line style
+# and marker all differ, so no series depends on colour alone.
+MODEL_STYLES = {
+    "vanilla RNN": {"color": OKABE_ITO["blue"], "linestyle": "-", "marker": "o"},
+    "LSTM": {"color": OKABE_ITO["orange"], "linestyle": "--", "marker": "s"},
+    "LSTM, forget bias 3": {
+        "color": OKABE_ITO["black"],
+        "linestyle": ":",
+        "marker": "D",
+    },
+    "attention": {"color": OKABE_ITO["vermillion"], "linestyle": "-", "marker": "^"},
+    "BERT": {"color": OKABE_ITO["bluish green"], "linestyle": "-", "marker": "v"},
+    "GPT": {"color": OKABE_ITO["sky blue"], "linestyle": "--", "marker": "P"},
+    "T5": {"color": OKABE_ITO["reddish purple"], "linestyle": "-.", "marker": "X"},
+    "unigram": {"color": "#7F7F7F", "linestyle": ":", "marker": "."},
+}
+# Other names of the same models (lower case)
+_ALIASES = {
+    "rnn": "vanilla RNN",
+    "nn.rnn": "vanilla RNN",
+    "tanh rnn": "vanilla RNN",
+    "nn.lstm": "LSTM",
+    "self-attention": "attention",
+}
 
 
 def _register_cjk_font() -> bool:
@@ -72,6 +116,10 @@ def use_book_style() -> None:
             "axes.labelsize": 10,
             "legend.fontsize": 9,
             "legend.frameon": False,
+            # Series that are not one of the book's models: colour-blind-safe
+            # colours, each with its own line style
+            "axes.prop_cycle": cycler(color=_CYCLE_COLORS)
+            + cycler(linestyle=_CYCLE_LINESTYLES),
         }
     )
     _STYLE_APPLIED = True
@@ -161,6 +209,44 @@ def attention_heatmap(
     return ax
 
 
+def _model_of(label: str) -> str | None:
+    """The model a series label names: the name alone, or followed by " (" or ","."""
+    lowered = label.lower()
+    names = {name.lower(): name for name in MODEL_STYLES}
+    names.update(_ALIASES)
+    # Longest name first: "LSTM, forget bias 3" before "LSTM"
+    for key in sorted(names, key=len, reverse=True):
+        if lowered == key or lowered.startswith((key + " (", key + ",")):
+            return names[key]
+    return None
+
+
+def series_style(label: str, index: int = 0) -> dict:
+    """Colour, line style and marker of a plotted series, fixed book-wide per model.
+
+    A label that names one of the book's models (``MODEL_STYLES``: "vanilla RNN" or
+    "RNN", "LSTM", "LSTM, forget bias 3", "attention" or "self-attention", "BERT",
+    "GPT", "T5", "unigram"; alone, or followed by " (" or "," as in "BERT (masked
+    LM)") gets that model's style. Any other label gets entry ``index`` of the
+    book's colour-blind-safe cycle. Pass the result to ``ax.plot(..., **style)``.
+    """
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string, got {type(label).__name__}")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"index must be an integer, got {type(index).__name__}")
+    if index < 0:
+        raise ValueError(f"index must be non-negative, got {index}")
+    model = _model_of(label)
+    if model is not None:
+        return dict(MODEL_STYLES[model])
+    i = index % len(_CYCLE_COLORS)
+    return {
+        "color": _CYCLE_COLORS[i],
+        "linestyle": _CYCLE_LINESTYLES[i],
+        "marker": _CYCLE_MARKERS[i],
+    }
+
+
 def plot_lines(
     x,
     ys: Mapping[str, object],
@@ -170,20 +256,46 @@ def plot_lines(
     ax: plt.Axes | None = None,
     logx: bool = False,
     logy: bool = False,
-    marker: str | None = "o",
+    marker: str | None = "auto",
 ) -> plt.Axes:
-    """One line per entry of ``ys`` (label -> values over ``x``), with a legend."""
+    """One line per entry of ``ys`` (label -> values over ``x``), with a legend.
+
+    Each series is drawn in its ``series_style``: a model has the same colour, line
+    style and marker in every figure of the book. ``marker="auto"`` uses the style's
+    marker, ``None`` draws no markers, any other matplotlib marker is used for all.
+    Two series that would look the same (two labels of one model) get different
+    line styles.
+    """
     use_book_style()
     if not isinstance(ys, Mapping):
         raise TypeError(f"ys must map labels to values, got {type(ys).__name__}")
+    if marker is not None and not isinstance(marker, str):
+        raise TypeError(f"marker must be a string or None, got {type(marker).__name__}")
     x = _to_numpy(x, "x")
     if ax is None:
         _, ax = plt.subplots()
+    used = set()
+    others = 0
     for label, y in ys.items():
+        if not isinstance(label, str):
+            raise TypeError(f"ys's labels must be strings, got {type(label).__name__}")
         y = _to_numpy(y, f"ys[{label!r}]")
         if y.shape != x.shape:
             raise ValueError(f"{label!r} has shape {y.shape}, x has shape {x.shape}")
-        ax.plot(x, y, marker=marker, markersize=4, label=label)
+        is_model = _model_of(label) is not None
+        style = series_style(label, others)
+        others += not is_model
+        if (style["color"], style["linestyle"]) in used:
+            free = [
+                ls for ls in ("-", "--", "-.", ":") if (style["color"], ls) not in used
+            ]
+            style["linestyle"] = free[0] if free else style["linestyle"]
+        used.add((style["color"], style["linestyle"]))
+        if marker is None:
+            style["marker"] = ""
+        elif marker != "auto":
+            style["marker"] = marker
+        ax.plot(x, y, markersize=4, label=label, **style)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logx:
@@ -269,7 +381,8 @@ def figure_view(fig, dpi: int = 90):
     if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
         raise ValueError(f"dpi must be a positive integer, got {dpi!r}")
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
+    # A tight box: the axis labels of a figure made without tight_layout are kept
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05)
     plt.close(fig)
     image = Image.open(buffer).convert("RGB")
     palette = image.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
