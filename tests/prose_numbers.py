@@ -30,12 +30,12 @@ import importlib
 import math
 import re
 import sys
-import tomllib
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
 import nbformat
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWLIST_DIR = Path(__file__).with_name("prose_allowlist")
@@ -278,13 +278,13 @@ def allowlist_problems(documents, allowlist) -> list[str]:
                     problems.append(f"{name}.toml: {text!r} needs a reason")
                 continue
             if not isinstance(entry, dict) or set(entry) != {"expr", "why"}:
-                problems.append(f"{name}.toml: {text!r} must be a reason or {{expr, why}}")
+                problems.append(
+                    f"{name}.toml: {text!r} must be a reason or {{expr, why}}"
+                )
                 continue
             value = Decimal(repr(float(eval(entry["expr"], {"math": math}))))
             if not matches(written[text], {value}):
-                problems.append(
-                    f"{name}.toml: {text!r} but {entry['expr']} = {value}"
-                )
+                problems.append(f"{name}.toml: {text!r} but {entry['expr']} = {value}")
     return problems
 
 
