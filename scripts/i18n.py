@@ -1,0 +1,319 @@
+"""Translation units, gettext catalogues and their invariants, for the zh-TW edition.
+
+The reader text of a page is its Markdown: every Markdown cell of a chapter, and the
+whole of a ``.md`` page. Each is cut into *units*, the blocks between blank lines,
+leaving out what is never translated: fenced code, display math, blank lines, lines
+that hold only HTML tags or a MyST label. A unit's translation lives in a standard
+gettext catalogue, ``locale/zh_TW/LC_MESSAGES/<page>.po`` (msgid: the English unit;
+msgstr: its zh-TW text), which Poedit, Weblate or any text editor can edit.
+
+``python scripts/i18n.py extract`` brings every catalogue up to date with the English
+pages: a new unit gets an empty entry; a changed unit keeps its old translation
+marked fuzzy, with the old English beside it (``#| msgid``), as ``msgmerge`` does; a
+unit that is gone becomes obsolete. A translation is checked against its unit by
+:func:`invariant_problems`: the same numbers, inline math, inline code, link targets,
+roles, HTML tags and Markdown structure, so that a translation cannot change a figure
+the prose quotes or break a formula.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCALE_DIR = ROOT / "locale" / "zh_TW" / "LC_MESSAGES"
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_TAGS_ONLY = re.compile(r"^\s*(?:<[^<>]+>\s*)+$")
+_LABEL = re.compile(r"^\s*\([\w.:-]+\)=\s*$")
+_ROW = re.compile(r"^\s*\|")
+_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
+
+
+def segments(markdown: str) -> list[tuple[bool, str]]:
+    """The Markdown as (translatable, text) pieces whose concatenation is the input.
+
+    Consecutive prose lines form one translatable piece (a paragraph, a list, a
+    heading), and so does each row of a table. Fenced code, a table's rule line,
+    display math ($$ ... $$), blank lines, and lines that hold only HTML tags or a
+    MyST label are kept verbatim.
+    """
+    if not isinstance(markdown, str):
+        raise TypeError(f"markdown must be a string, got {type(markdown).__name__}")
+    lines = markdown.splitlines(keepends=True)
+    pieces: list[tuple[bool, str]] = []
+
+    def add(translatable: bool, text: str, alone: bool = False) -> None:
+        joins = pieces and pieces[-1][0] == translatable and not alone
+        if joins and not (translatable and _ROW.match(pieces[-1][1])):
+            pieces[-1] = (translatable, pieces[-1][1] + text)
+        else:
+            pieces.append((translatable, text))
+
+    i = 0
+    while i < len(lines):
+        line, stripped = lines[i], lines[i].strip()
+        fence = _FENCE.match(line)
+        if fence:
+            end = i + 1
+            while end < len(lines) and not lines[end].strip().startswith(
+                fence.group(1)
+            ):
+                end += 1
+            add(False, "".join(lines[i : end + 1]))
+            i = end + 1
+        elif stripped.startswith("$$"):
+            end = i
+            one_line = len(stripped) > 2 and stripped.endswith("$$")
+            if not one_line:
+                end = i + 1
+                while end < len(lines) and not lines[end].strip().endswith("$$"):
+                    end += 1
+            add(False, "".join(lines[i : end + 1]))
+            i = end + 1
+        elif (
+            not stripped
+            or _TAGS_ONLY.match(line)
+            or _LABEL.match(line)
+            or _TABLE_RULE.match(line)
+        ):
+            add(False, line)
+            i += 1
+        elif _ROW.match(line):  # a table row is a unit of its own
+            add(True, line, alone=True)
+            i += 1
+        else:
+            add(True, line)
+            i += 1
+    return pieces
+
+
+def _split_unit(piece: str) -> tuple[str, str]:
+    """A translatable piece as (the unit, its trailing line break)."""
+    unit = piece.rstrip("\n")
+    return unit, piece[len(unit) :]
+
+
+def units(markdown: str) -> list[str]:
+    """The translatable units of a piece of Markdown, in order."""
+    return [_split_unit(text)[0] for ok, text in segments(markdown) if ok]
+
+
+def translate(markdown: str, catalogue: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The Markdown with every unit replaced by its translation.
+
+    Returns the translated text and the units that have no translation (they are
+    left in English).
+    """
+    out, missing = [], []
+    for translatable, text in segments(markdown):
+        if not translatable:
+            out.append(text)
+            continue
+        unit, tail = _split_unit(text)
+        translated = catalogue.get(unit) or ""
+        if not translated:
+            missing.append(unit)
+            translated = unit
+        out.append(translated + tail)
+    return "".join(out), missing
+
+
+# -- invariants ----------------------------------------------------------------------
+
+_CODE = re.compile(r"`[^`\n]+`")
+_ROLE = re.compile(r"\{(\w+(?::\w+)?)\}`([^`]*)`")
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$")
+_LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
+_TAG = re.compile(r"<[^<>]+>")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _role_key(name: str, body: str) -> str:
+    # {ref}`shown text <target>`: the shown text is prose, the target is not
+    target = re.search(r"<([^<>]+)>\s*$", body)
+    return f"{{{name}}}{target.group(1) if target else body}"
+
+
+def _structure(text: str) -> list[str]:
+    """Each line's Markdown role: heading level, list item, table row shape."""
+    shape = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("#"):
+            shape.append("#" * (len(s) - len(s.lstrip("#"))))
+        elif re.match(r"^([-*+]|\d+\.)\s", s):
+            shape.append(f"item{len(line) - len(line.lstrip())}")
+        elif s.startswith("|"):
+            shape.append(f"row{s.count('|') - s.count(chr(92) + '|')}")
+    return shape
+
+
+def features(text: str) -> dict[str, Counter]:
+    """What a translation must keep from its unit, each as a multiset."""
+    roles = Counter(_role_key(n, b) for n, b in _ROLE.findall(text))
+    rest = _ROLE.sub(" ", text)
+    code = Counter(_CODE.findall(rest))
+    rest = _CODE.sub(" ", rest)
+    math = Counter(m.strip() for m in _INLINE_MATH.findall(rest))
+    rest = _INLINE_MATH.sub(" ", rest)
+    links = Counter(_LINK_TARGET.findall(rest))
+    rest = _LINK_TARGET.sub("]", rest)
+    tags = Counter(t for t in _TAG.findall(rest) if not t.startswith("<summary"))
+    rest = _TAG.sub(" ", rest)
+    numbers = Counter(n.replace(",", "") for n in _NUMBER.findall(rest))
+    return {
+        "roles and citations": roles,
+        "inline code": code,
+        "inline math": math,
+        "link targets": links,
+        "HTML tags": tags,
+        "numbers": numbers,
+        "Markdown structure": Counter(_structure(text)),
+    }
+
+
+def invariant_problems(unit: str, translation: str) -> list[str]:
+    """How a translation differs from its unit in what it must keep (empty: none)."""
+    problems = []
+    source, target = features(unit), features(translation)
+    for what, wanted in source.items():
+        got = target[what]
+        if wanted != got:
+            lost = sorted((wanted - got).elements())
+            added = sorted((got - wanted).elements())
+            detail = "; ".join(
+                part
+                for part in (
+                    f"missing {lost}" if lost else "",
+                    f"not in the English {added}" if added else "",
+                )
+                if part
+            )
+            problems.append(f"{what}: {detail}")
+    return problems
+
+
+# -- catalogues ----------------------------------------------------------------------
+
+
+def page_markdown(path: Path) -> list[str]:
+    """The Markdown of a page: a notebook's Markdown cells, or a .md file."""
+    if path.suffix == ".md":
+        return [path.read_text()]
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    return [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
+
+
+def page_units(path: Path) -> list[str]:
+    """Every unit of a page, in order, each once."""
+    seen: dict[str, None] = {}
+    for markdown in page_markdown(path):
+        for unit in units(markdown):
+            seen.setdefault(unit, None)
+    return list(seen)
+
+
+def update_catalogue(catalogue, wanted: Iterable[str]) -> dict[str, int]:
+    """Bring a ``polib.POFile`` up to date with the units a page has now.
+
+    Kept units keep their entries; a new unit whose English is close to a unit that
+    is gone inherits that translation, marked fuzzy with the old English in
+    ``previous_msgid``; other new units get empty entries; units that are gone
+    become obsolete. Returns how many entries were kept, added, made fuzzy and
+    made obsolete.
+    """
+    import polib
+
+    wanted = list(dict.fromkeys(wanted))
+    current = {e.msgid: e for e in catalogue if not e.obsolete}
+    gone = [e for msgid, e in current.items() if msgid not in set(wanted)]
+    counts = Counter()
+    entries = []
+    for msgid in wanted:
+        if msgid in current:
+            entries.append(current[msgid])
+            counts["kept"] += 1
+            continue
+        entry = polib.POEntry(msgid=msgid, msgstr="")
+        close = difflib.get_close_matches(
+            msgid, [e.msgid for e in gone if e.msgstr], n=1, cutoff=0.75
+        )
+        if close:
+            old = next(e for e in gone if e.msgid == close[0])
+            entry.msgstr = old.msgstr
+            entry.flags.append("fuzzy")
+            entry.previous_msgid = old.msgid
+            counts["fuzzy"] += 1
+        else:
+            counts["added"] += 1
+        entries.append(entry)
+    kept_obsolete = [e for e in catalogue if e.obsolete]
+    for entry in gone:
+        entry.obsolete = True
+        counts["obsolete"] += 1
+    catalogue[:] = entries + kept_obsolete + gone
+    return dict(counts)
+
+
+def catalogue_path(page: Path) -> Path:
+    return LOCALE_DIR / f"{page.stem}.po"
+
+
+def load_catalogue(page: Path):
+    import polib
+
+    path = catalogue_path(page)
+    if path.exists():
+        return polib.pofile(str(path), wrapwidth=0)
+    catalogue = polib.POFile(wrapwidth=0)
+    catalogue.metadata = {
+        "Project-Id-Version": "transformer-book",
+        "Language": "zh_TW",
+        "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding": "8bit",
+    }
+    return catalogue
+
+
+def translations(catalogue) -> dict[str, str]:
+    """msgid -> msgstr for the entries that are translated and not fuzzy."""
+    return {
+        e.msgid: e.msgstr
+        for e in catalogue
+        if not e.obsolete and e.msgstr and "fuzzy" not in e.flags
+    }
+
+
+def pages() -> list[Path]:
+    """The pages of the book, in the order of its table of contents."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from toc_notebooks import toc_notebooks
+
+    book = ROOT / "book"
+    return [book / "intro.md", *toc_notebooks(), book / "glossary.md"] + [
+        book / "references.md"
+    ]
+
+
+def extract() -> None:
+    LOCALE_DIR.mkdir(parents=True, exist_ok=True)
+    for page in pages():
+        catalogue = load_catalogue(page)
+        counts = update_catalogue(catalogue, page_units(page))
+        catalogue.save(str(catalogue_path(page)))
+        print(f"{page.name:32} {counts}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["extract"]:
+        sys.exit("usage: python scripts/i18n.py extract")
+    extract()

@@ -1,0 +1,190 @@
+"""The translation units of the zh-TW edition (scripts/i18n.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import i18n  # noqa: E402
+import polib  # noqa: E402
+
+CELL = """### Exercise 2.1 · ★ · Scale
+
+Compute $QK^\\top/\\sqrt{d_k}$ for `d_k = 64`: the variance drops to 1.0
+(see [Chapter 3](03_multi_head.ipynb), {cite}`vaswani2017attention`).
+
+$$
+\\mathrm{softmax}(x)_i = e^{x_i} / \\sum_j e^{x_j}
+$$
+
+| model | accuracy |
+|---|---|
+| LSTM | 0.42 |
+
+<details><summary>Solution</summary>
+
+Divide by the square root.
+
+```python
+scores = q @ k.T / d_k**0.5
+```
+
+</details>
+"""
+
+
+def test_units_leave_out_code_math_and_markup():
+    assert i18n.units(CELL) == [
+        "### Exercise 2.1 · ★ · Scale",
+        "Compute $QK^\\top/\\sqrt{d_k}$ for `d_k = 64`: the variance drops to 1.0\n"
+        "(see [Chapter 3](03_multi_head.ipynb), {cite}`vaswani2017attention`).",
+        "| model | accuracy |",
+        "| LSTM | 0.42 |",
+        "<details><summary>Solution</summary>",
+        "Divide by the square root.",
+    ]
+
+
+MARKDOWN_LINES = st.lists(
+    st.sampled_from(
+        [
+            "",
+            "text with $x$ and `code`",
+            "```python",
+            "x = 1",
+            "```",
+            "$$",
+            "a = b",
+            "$$",
+            "$$ y $$",
+            "| a | b |",
+            "|---|---|",
+            "</details>",
+            "(label)=",
+            "- item",
+            "# Heading",
+        ]
+    ),
+    max_size=30,
+)
+
+
+@given(MARKDOWN_LINES, st.booleans())
+def test_segments_put_the_text_back_together(lines, final_newline):
+    markdown = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    pieces = i18n.segments(markdown)
+    assert "".join(text for _, text in pieces) == markdown
+    # translating every unit to itself changes nothing
+    same = {unit: unit for unit in i18n.units(markdown)}
+    assert i18n.translate(markdown, same) == (markdown, [])
+
+
+def test_translate_replaces_units_and_names_the_missing_ones():
+    catalogue = {
+        "### Exercise 2.1 · ★ · Scale": "### 習題 2.1 · ★ · 縮放",
+        "Divide by the square root.": "除以平方根。",
+    }
+    text, missing = i18n.translate(CELL, catalogue)
+    assert "### 習題 2.1 · ★ · 縮放\n\nCompute" in text
+    assert "除以平方根。\n\n```python\nscores = q @ k.T / d_k**0.5\n```" in text
+    assert len(missing) == 4 and missing[0].startswith("Compute")
+    with pytest.raises(TypeError, match="markdown"):
+        i18n.segments(None)
+
+
+def test_a_faithful_translation_keeps_every_invariant():
+    unit = i18n.units(CELL)[1]
+    good = (
+        "對 `d_k = 64` 計算 $QK^\\top/\\sqrt{d_k}$：變異數降到 1.0"
+        "（見[第 3 章](03_multi_head.ipynb)，{cite}`vaswani2017attention`）。"
+    )
+    assert i18n.invariant_problems(unit, good) == []
+    ref = "see {ref}`the tests <how-this-book-is-tested>`"
+    assert i18n.invariant_problems(ref, "見{ref}`測試 <how-this-book-is-tested>`") == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "what"),
+    [
+        (
+            "對 `d_k = 64` 計算 $QK^\\top/\\sqrt{d_k}$：變異數降到 1.1（見[第 3 章]"
+            "(03_multi_head.ipynb)，{cite}`vaswani2017attention`）。",
+            "numbers",
+        ),
+        (
+            "對 `d_k = 64` 計算 $QK^\\top/d_k$：變異數降到 1.0（見[第 3 章]"
+            "(03_multi_head.ipynb)，{cite}`vaswani2017attention`）。",
+            "inline math",
+        ),
+        (
+            "對 `d_k=64` 計算 $QK^\\top/\\sqrt{d_k}$：變異數降到 1.0（見[第 3 章]"
+            "(03_multi_head.ipynb)，{cite}`vaswani2017attention`）。",
+            "inline code",
+        ),
+        (
+            "對 `d_k = 64` 計算 $QK^\\top/\\sqrt{d_k}$：變異數降到 1.0（見[第 3 章]"
+            "(03_attention.ipynb)，{cite}`vaswani2017attention`）。",
+            "link targets",
+        ),
+        (
+            "對 `d_k = 64` 計算 $QK^\\top/\\sqrt{d_k}$：變異數降到 1.0（見[第 3 章]"
+            "(03_multi_head.ipynb)）。",
+            "roles and citations",
+        ),
+    ],
+)
+def test_a_translation_that_changes_what_it_must_keep_is_caught(broken, what):
+    unit = i18n.units(CELL)[1]
+    problems = i18n.invariant_problems(unit, broken)
+    assert len(problems) == 1 and problems[0].startswith(what), problems
+
+
+def test_structure_and_tags_are_invariants():
+    assert i18n.invariant_problems("## A title", "### 標題")[0].startswith(
+        "Markdown structure"
+    )
+    assert i18n.invariant_problems("| a | b |", "| 甲 | 乙 | 丙 |")
+    assert i18n.invariant_problems("- one\n- two", "- 一")
+    assert (
+        i18n.invariant_problems(
+            "<details><summary>Solution</summary>", "<details><summary>解答</summary>"
+        )
+        == []
+    )
+    assert i18n.invariant_problems("a <b>bold</b> word", "一個粗體字")
+
+
+def test_the_catalogue_follows_the_english():
+    catalogue = polib.POFile()
+    counts = i18n.update_catalogue(catalogue, ["One sentence.", "Another one here."])
+    assert counts == {"added": 2}
+    catalogue[0].msgstr = "一個句子。"
+    catalogue[1].msgstr = "這裡還有一個。"
+    assert i18n.translations(catalogue) == {
+        "One sentence.": "一個句子。",
+        "Another one here.": "這裡還有一個。",
+    }
+    # the English of the second unit changes a little, the first is deleted
+    counts = i18n.update_catalogue(catalogue, ["Another one is here."])
+    assert counts == {"fuzzy": 1, "obsolete": 2}
+    (entry,) = [e for e in catalogue if not e.obsolete]
+    assert entry.msgid == "Another one is here." and "fuzzy" in entry.flags
+    assert entry.previous_msgid == "Another one here."
+    assert entry.msgstr == "這裡還有一個。"
+    assert i18n.translations(catalogue) == {}  # fuzzy is not translated
+    # a unit unlike any old one starts empty
+    counts = i18n.update_catalogue(catalogue, ["Another one is here.", "Unrelated."])
+    assert counts == {"kept": 1, "added": 1}
+
+
+def test_every_page_comes_apart_and_back_together():
+    for page in i18n.pages():
+        for markdown in i18n.page_markdown(page):
+            assert "".join(text for _, text in i18n.segments(markdown)) == markdown
+        assert i18n.page_units(page), page
