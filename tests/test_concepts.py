@@ -120,3 +120,57 @@ def test_unknown_sections_are_named():
         concept_check("9.9")
     with pytest.raises(TypeError, match="section must be a string"):
         concept_check(2.3)
+
+
+def test_a_concept_check_renders_in_the_zh_tw_edition(tmp_path, monkeypatch):
+    import polib
+
+    import transformer_book.concepts as concepts
+
+    section = "2.3"
+    question = concepts.all_checks()[section][0]
+    catalogue = polib.POFile()
+    catalogue.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for english, chinese in (
+        (concepts.HEADING, "檢查你的理解（{section}）"),
+        (concepts.RIGHT, "正確。"),
+        (question.prompt, "翻譯後的問題"),
+        (question.options[0], "翻譯後的選項 `code`"),
+    ):
+        catalogue.append(polib.POEntry(msgid=english, msgstr=chinese))
+    domain = tmp_path / "zh_TW" / "LC_MESSAGES"
+    domain.mkdir(parents=True)
+    catalogue.save_as_mofile(str(domain / "concepts.mo"))
+    monkeypatch.setattr(concepts, "LOCALE_DIR", tmp_path)
+    concepts._catalogue.cache_clear()
+    try:
+        page = concepts.concept_check(section, lang="zh-TW").data
+    finally:
+        concepts._catalogue.cache_clear()
+    assert "<strong>檢查你的理解（2.3）</strong>" in page
+    assert "1. 翻譯後的問題</p>" in page
+    assert "A. 翻譯後的選項 <code>code</code></summary>" in page
+    # a text without a translation shows in English (the edition's tests catch it)
+    assert concepts.INSTRUCTION in page
+    assert concepts.concept_check(section).data != page
+    assert concepts.concept_check(section, lang="en").data == (
+        concepts.concept_check(section).data
+    )
+
+
+def test_concept_check_refuses_an_unknown_language():
+    with pytest.raises(ValueError, match="lang"):
+        concept_check("2.3", lang="zh-CN")
+    with pytest.raises(TypeError, match="lang"):
+        concept_check("2.3", lang=None)
+
+
+def test_reader_texts_hold_every_text_once():
+    import transformer_book.concepts as concepts
+
+    texts = concepts.reader_texts()
+    assert len(texts) == len(set(texts))
+    assert set(concepts.PAGE_TEXTS) <= set(texts)
+    for questions in concepts.all_checks().values():
+        for q in questions:
+            assert {q.prompt, *q.options, *q.why} <= set(texts)

@@ -10,17 +10,38 @@ Questions are written as data in one module per chapter (``ch01.py``...): each
 module's ``CHECKS`` maps a section number to its questions. The text is plain, with
 `backticks` for code: no TeX (it would show raw in HTML outputs) and no HTML outside
 code.
+
+``concept_check("2.3", lang="zh-TW")`` shows them in the zh-TW edition's language.
+The translations are a standard gettext catalogue shipped with the package,
+``locale/zh_TW/LC_MESSAGES/concepts.po``, compiled to ``concepts.mo`` (read with the
+standard library's ``gettext``); a text without a translation shows in English, and
+the book's tests fail on any such text.
 """
 
 from __future__ import annotations
 
+import functools
+import gettext
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from IPython.display import HTML
 
-__all__ = ["Question", "concept_check", "all_checks", "QUIZ_CLASS"]
+__all__ = [
+    "Question",
+    "concept_check",
+    "all_checks",
+    "reader_texts",
+    "QUIZ_CLASS",
+    "LANGUAGES",
+]
+
+# The editions' languages: English, and Traditional Chinese as used in Taiwan
+LANGUAGES = ("en", "zh-TW")
+LOCALE_DIR = Path(__file__).with_name("locale")
 
 # CSS classes, for the book's style sheet and the browser test
 QUIZ_CLASS = "tb-quiz"
@@ -81,26 +102,57 @@ def _inline(text: str) -> str:
     )
 
 
-def _render(section: str, questions: tuple[Question, ...]) -> str:
+# The text of the page around the questions, translated like the questions
+HEADING = "Check your understanding ({section})"
+INSTRUCTION = "predict, then click an answer to see whether it holds and why."
+RIGHT, WRONG = "Right.", "Not quite."
+PAGE_TEXTS = (HEADING, INSTRUCTION, RIGHT, WRONG)
+
+
+@functools.cache
+def _catalogue(lang: str) -> gettext.NullTranslations:
+    if lang == "en":
+        return gettext.NullTranslations()
+    domain_dir = LOCALE_DIR / lang.replace("-", "_") / "LC_MESSAGES"
+    path = domain_dir / "concepts.mo"
+    if not path.exists():
+        return gettext.NullTranslations()
+    with path.open("rb") as file:
+        return gettext.GNUTranslations(file)
+
+
+def _translator(lang: str) -> Callable[[str], str]:
+    if not isinstance(lang, str):
+        raise TypeError(f"lang must be a string, got {type(lang).__name__}")
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {', '.join(LANGUAGES)}, got {lang!r}")
+    return _catalogue(lang).gettext
+
+
+def _render(
+    section: str,
+    questions: tuple[Question, ...],
+    tr: Callable[[str], str] = str,
+) -> str:
     letters = "ABCDEF"
+    heading = tr(HEADING).replace("{section}", html.escape(section))
     out = [
         f'<div class="{QUIZ_CLASS}" data-section="{html.escape(section)}" '
         'style="border-left:4px solid #4a6fa5;padding:0.2em 1em;margin:1em 0">',
-        f"<p><strong>Check your understanding ({html.escape(section)})</strong>: "
-        "predict, then click an answer to see whether it holds and why.</p>",
+        f"<p><strong>{heading}</strong>: {html.escape(tr(INSTRUCTION))}</p>",
     ]
     for q_index, q in enumerate(questions, 1):
         out.append('<div class="tb-question">')
-        out.append(f"<p>{q_index}. {_inline(q.prompt)}</p>")
+        out.append(f"<p>{q_index}. {_inline(tr(q.prompt))}</p>")
         for i, (option, why) in enumerate(zip(q.options, q.why, strict=True)):
             right = i == q.answer
-            verdict = "Right." if right else "Not quite."
+            verdict = html.escape(tr(RIGHT if right else WRONG))
             mark = "✔" if right else "✘"
             out.append(
                 f'<details class="tb-option tb-{"right" if right else "wrong"}">'
-                f"<summary>{letters[i]}. {_inline(option)}</summary>"
+                f"<summary>{letters[i]}. {_inline(tr(option))}</summary>"
                 f'<p style="margin-left:1.5em">{mark} <strong>{verdict}</strong> '
-                f"{_inline(why)}</p></details>"
+                f"{_inline(tr(why))}</p></details>"
             )
         out.append("</div>")
     out.append("</div>")
@@ -117,17 +169,31 @@ def all_checks() -> dict[str, tuple[Question, ...]]:
     return checks
 
 
-def concept_check(section: str) -> HTML:
-    """The questions for a section, as HTML that the notebook shows."""
+def reader_texts() -> list[str]:
+    """Every text a reader of the concept checks sees, each once: the catalogue's
+    entries."""
+    texts = dict.fromkeys(PAGE_TEXTS)
+    for questions in all_checks().values():
+        for q in questions:
+            texts.update(dict.fromkeys((q.prompt, *q.options, *q.why)))
+    return list(texts)
+
+
+def concept_check(section: str, lang: str = "en") -> HTML:
+    """The questions for a section, as HTML that the notebook shows.
+
+    ``lang`` is the edition's language, one of ``LANGUAGES``.
+    """
     if not isinstance(section, str):
         raise TypeError(f"section must be a string like '2.3', got {section!r}")
+    tr = _translator(lang)
     checks = all_checks()
     if section not in checks:
         raise ValueError(
             f"section {section!r} has no concept check; there are: "
             f"{', '.join(sorted(checks))}"
         )
-    return HTML(_render(section, checks[section]))
+    return HTML(_render(section, checks[section], tr))
 
 
 concept_check.__wrapped__ = _render  # the page for given questions (tests)
