@@ -304,6 +304,79 @@ def pages() -> list[Path]:
     ]
 
 
+EDITION_DIR = ROOT / "zh-TW"  # the zh-TW edition's pages, generated
+LANG = "zh-TW"
+_CONCEPT_CALL = re.compile(r'^concept_check\("([\d.]+)"\)$')
+
+
+def edition_path(page: Path) -> Path:
+    return EDITION_DIR / page.relative_to(ROOT)
+
+
+def _concept_section(source: str) -> str | None:
+    """The section of a cell that is only ``concept_check("2.3")``, else None."""
+    call = _CONCEPT_CALL.match(source.strip())
+    return call.group(1) if call else None
+
+
+def translated_code(source: str) -> str:
+    """A code cell of the zh-TW edition: the English cell, except that a call that
+    renders reader text takes the edition's language."""
+    section = _concept_section(source)
+    if section is None:
+        return source
+    return f'concept_check("{section}", lang="{LANG}")'
+
+
+def translate_notebook(nb, catalogue: Mapping[str, str]):
+    """The zh-TW notebook: Markdown cells translated; code cells and their outputs
+    the English ones, except concept checks, rendered by the package in zh-TW.
+
+    Returns the notebook and the units that have no translation.
+    """
+    import copy
+
+    from transformer_book.concepts import concept_check
+
+    nb = copy.deepcopy(nb)
+    missing = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source, lost = translate(cell.source, catalogue)
+            missing += lost
+        elif cell.cell_type == "code":
+            section = _concept_section(cell.source)
+            if section is None:
+                continue
+            cell.source = translated_code(cell.source)
+            page = concept_check(section, lang=LANG).data
+            for output in cell.outputs:
+                if "text/html" in output.get("data", {}):
+                    output.data["text/html"] = page
+    return nb, missing
+
+
+def generate_page(page: Path, catalogue: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The text of a page of the zh-TW edition, and its untranslated units."""
+    if page.suffix == ".md":
+        return translate(page.read_text(), catalogue)
+    import nbformat
+
+    nb, missing = translate_notebook(nbformat.read(page, as_version=4), catalogue)
+    return nbformat.writes(nb) + "\n", missing
+
+
+def generate() -> None:
+    """Write every page of the zh-TW edition from the English page and its
+    catalogue."""
+    for page in pages():
+        text, missing = generate_page(page, translations(load_catalogue(page)))
+        target = edition_path(page)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        print(f"{page.name:32} {len(missing)} units untranslated")
+
+
 def extract() -> None:
     LOCALE_DIR.mkdir(parents=True, exist_ok=True)
     for page in pages():
@@ -314,6 +387,7 @@ def extract() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["extract"]:
-        sys.exit("usage: python scripts/i18n.py extract")
-    extract()
+    commands = {"extract": extract, "generate": generate}
+    if len(sys.argv) != 2 or sys.argv[1] not in commands:
+        sys.exit("usage: python scripts/i18n.py extract|generate")
+    commands[sys.argv[1]]()

@@ -188,3 +188,51 @@ def test_every_page_comes_apart_and_back_together():
         for markdown in i18n.page_markdown(page):
             assert "".join(text for _, text in i18n.segments(markdown)) == markdown
         assert i18n.page_units(page), page
+
+
+def test_a_generated_notebook_keeps_the_code_and_outputs():
+    import nbformat
+
+    page = ROOT / "book" / "02_attention.ipynb"
+    english = nbformat.read(page, as_version=4)
+    first = i18n.units(english.cells[0].source)[0]
+    nb, missing = i18n.translate_notebook(english, {first: "# 2 · 查詢、鍵、值"})
+    assert nb.cells[0].source.startswith("# 2 · 查詢、鍵、值\n")
+    assert first not in missing
+    assert len(set(missing)) == len(i18n.page_units(page)) - 1
+    changed = 0
+    for ours, theirs in zip(nb.cells, english.cells, strict=True):
+        assert ours.cell_type == theirs.cell_type
+        if ours.cell_type != "code":
+            continue
+        if ours.source == theirs.source:
+            assert ours.outputs == theirs.outputs
+            continue
+        # the one kind of change: a concept check takes the edition's language
+        assert ours.source == theirs.source[:-1] + ', lang="zh-TW")'
+        changed += 1
+    assert changed == english_concept_checks(english) > 0
+    assert nb.metadata == english.metadata  # widget state, kernel
+
+
+def english_concept_checks(nb) -> int:
+    return sum(
+        c.cell_type == "code" and c.source.strip().startswith('concept_check("')
+        for c in nb.cells
+    )
+
+
+def test_translated_code_changes_only_concept_checks():
+    assert (
+        i18n.translated_code('concept_check("2.3")')
+        == 'concept_check("2.3", lang="zh-TW")'
+    )
+    for source in ("x = 1", 'print("concept_check(\\"2.3\\")")', "concept_check(s)"):
+        assert i18n.translated_code(source) == source
+
+
+def test_a_generated_md_page_is_its_translation():
+    page = ROOT / "book" / "references.md"
+    (unit,) = i18n.page_units(page)
+    text, missing = i18n.generate_page(page, {unit: "# 參考文獻"})
+    assert missing == [] and text.startswith("# 參考文獻")
