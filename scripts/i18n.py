@@ -19,6 +19,7 @@ the prose quotes or break a formula.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import sys
 from collections import Counter
@@ -196,6 +197,65 @@ def invariant_problems(unit: str, translation: str) -> list[str]:
                 if part
             )
             problems.append(f"{what}: {detail}")
+    return problems
+
+
+# -- Taiwan usage --------------------------------------------------------------------
+
+# The source texts' machine translation garbled these terms; the edition uses the
+# right one (a unit may quote a garbled term only where its English quotes it too,
+# as the glossary's table of them does).
+GARBLED = {
+    "變壓器": "Transformer",
+    "伯特": "BERT",
+    "羅伯塔": "RoBERTa",
+    "駱駝": "LLaMA",
+    "自註意力": "自注意力",
+    "職位": "位置",
+    "新增與規格": "Add & Norm",
+    "建築": "架構",
+}
+_PLACEHOLDER = "\ue000"  # a private-use character, which OpenCC leaves alone
+
+
+@functools.cache
+def _to_taiwan():
+    import opencc
+
+    return opencc.OpenCC("s2twp")
+
+
+def usage_problems(
+    translation: str, english: str = "", allowed: Mapping[str, str] | None = None
+) -> list[str]:
+    """Where a translation departs from Taiwan's usage (empty: nowhere).
+
+    OpenCC's ``s2twp`` converter (Simplified to Taiwan's Traditional, with Taiwan's
+    vocabulary: 程式 for 程序, 資料 for 數據, 記憶體 for 內存...) must leave the text
+    unchanged, except for the words of ``allowed`` (word -> why it is right here).
+    A garbled term of the source texts (``GARBLED``) is reported unless the English
+    unit quotes it too.
+    """
+    allowed = dict(allowed or {})
+    masked = translation
+    for word in sorted(allowed, key=len, reverse=True):
+        masked = masked.replace(word, _PLACEHOLDER * len(word))
+    converted = _to_taiwan().convert(masked)
+    problems = []
+    matcher = difflib.SequenceMatcher(None, masked, converted, autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        # one character either side: the change is usually part of a word
+        a0, b0, a1, b1 = max(a0 - 1, 0), max(b0 - 1, 0), a1 + 1, b1 + 1
+        context = translation[max(0, a0 - 6) : a1 + 6].replace("\n", " ")
+        problems.append(
+            f"{translation[a0:a1]!r} is not Taiwan's usage: {converted[b0:b1]!r}, "
+            f"in: {context}"
+        )
+    for term, right in GARBLED.items():
+        if term in translation and term not in english:
+            problems.append(f"{term!r} is a garbled term: write {right!r}")
     return problems
 
 

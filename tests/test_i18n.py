@@ -236,3 +236,36 @@ def test_a_generated_md_page_is_its_translation():
     (unit,) = i18n.page_units(page)
     text, missing = i18n.generate_page(page, {unit: "# 參考文獻"})
     assert missing == [] and text.startswith("# 參考文獻")
+
+
+def test_taiwan_usage_passes_and_mainland_forms_fail():
+    good = "這個函式把資料載入記憶體，預設以批次呼叫演算法，程式碼在網路上。"
+    assert i18n.usage_problems(good) == []
+    for mainland, taiwan in (
+        ("程序", "程式"),
+        ("代碼", "程式碼"),
+        ("數據", "資料"),
+        ("內存", "記憶體"),
+        ("默認", "預設"),
+        ("網絡", "網路"),
+        ("優化", "最佳化"),
+        ("調用", "呼叫"),
+        ("變量", "變數"),
+        ("接口", "介面"),
+        ("批量", "批次"),
+        ("这个", "這個"),  # Simplified characters
+    ):
+        (problem,) = i18n.usage_problems(f"我們的{mainland}很好。")
+        assert taiwan in problem.split(":")[1], problem
+
+
+def test_usage_allowlist_and_garbled_terms():
+    # 參數 (a model's parameters) is Taiwan's ML usage; s2twp would make it 引數
+    text = "模型有 43,648 個參數。"
+    assert i18n.usage_problems(text)
+    assert i18n.usage_problems(text, allowed={"參數": "a model's parameters"}) == []
+    (problem,) = i18n.usage_problems("變壓器模型")
+    assert "'Transformer'" in problem
+    # the glossary quotes the lesson's garbled term: allowed where the English has it
+    quoted = i18n.usage_problems("課文寫「變壓器」", english="the lesson writes 變壓器")
+    assert quoted == []
