@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 
 import pytest
 import torch
+from test_exercises_checking import disguises
 
 import transformer_book.efficient as efficient
 from transformer_book.efficient import online_softmax_update, sliding_window_mask
@@ -24,6 +26,9 @@ def update(row_max, row_sum, acc, scores, v_block, **mistakes):
     m_ref = m_new
     if not mistakes.get("nan_rows"):
         m_ref = torch.where(m_new == -math.inf, torch.zeros_like(m_new), m_new)
+    if mistakes.get("tile_guard"):  # tests the tile's maximum, not the running one
+        tile_max = scores.amax(dim=-1, keepdim=True)
+        m_ref = torch.where(tile_max == -math.inf, torch.zeros_like(m_new), m_new)
     if mistakes.get("raw"):
         m_ref = torch.zeros_like(m_new)
     if mistakes.get("old_max"):
@@ -46,6 +51,16 @@ def update(row_max, row_sum, acc, scores, v_block, **mistakes):
     return m_new, new_sum, new_acc
 
 
+def published_update(row_max, row_sum, acc, scores, v_block):
+    """The notebook's solution."""
+    m_new = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # (..., Br, 1)
+    m_ref = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
+    p = torch.exp(scores - m_ref)  # (..., Br, Bc): this tile's unnormalised weights
+    alpha = torch.exp(row_max - m_ref)  # (..., Br, 1): below 1 where the max grew
+    new_sum = alpha * row_sum + p.sum(dim=-1, keepdim=True)
+    return m_new, new_sum, alpha * acc + p @ v_block
+
+
 def update_with_nan_to_num(row_max, row_sum, acc, scores, v_block):
     """Another right answer: compute naively, then repair the empty rows."""
     m_new = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
@@ -59,7 +74,37 @@ def update_in_float64(row_max, row_sum, acc, scores, v_block):
     return tuple(out)
 
 
-@pytest.mark.parametrize("right", [update, update_with_nan_to_num, update_in_float64])
+def update_as_list(row_max, row_sum, acc, scores, v_block):
+    return list(update(row_max, row_sum, acc, scores, v_block))
+
+
+def update_row_by_row(row_max, row_sum, acc, scores, v_block):
+    """Loops over the rows, in Python floats for the maximum."""
+    m_new, s_new, acc_new = row_max.clone(), row_sum.clone(), acc.clone()
+    for idx in itertools.product(*(range(n) for n in scores.shape[:-1])):
+        m_old = row_max[idx].item()
+        m = max(m_old, scores[idx].max().item())
+        if m == -math.inf:
+            continue  # nothing allowed yet: the state stays (-inf, 0, 0)
+        p = torch.exp(scores[idx] - m)
+        alpha = math.exp(m_old - m)
+        m_new[idx] = m
+        s_new[idx] = alpha * row_sum[idx] + p.sum()
+        acc_new[idx] = alpha * acc[idx] + p @ v_block[idx[:-1]]
+    return m_new, s_new, acc_new
+
+
+@pytest.mark.parametrize(
+    "right",
+    [
+        update,
+        update_with_nan_to_num,
+        update_in_float64,
+        update_as_list,
+        update_row_by_row,
+        published_update,
+    ],
+)
 def test_online_softmax_checker_accepts_right_answers(right, capsys):
     assert check_online_softmax_update(right) is None
     assert "online_softmax_update: all checks passed" in capsys.readouterr().out
@@ -97,11 +142,31 @@ def calls_the_subpackage(row_max, row_sum, acc, scores, v_block):
         ),
         (calls_the_package, "without calling the package's online_softmax_update"),
         (calls_the_subpackage, "without calling the package's online_softmax_update"),
+        (mistake(tile_guard=True), "meets a tile where all its keys are blocked"),
+        (lambda *args: (*update(*args), None), "got a tuple of 4"),
+        *[
+            (fn, "package's online_softmax_update")
+            for original in (online_softmax_update, efficient.tiled._update)
+            for fn in disguises(original)
+        ],
     ],
 )
 def test_online_softmax_checker_names_the_mistake(wrong, message):
     with pytest.raises(AssertionError, match=message):
         check_online_softmax_update(wrong)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("case", ["fully blocked tile", "near 100"])
+def test_the_tile_guard_fails_on_each_fully_blocked_tile_case(case, dtype):
+    """Either new case alone rejects the guard on the tile's maximum: off by a
+    factor exp(row_max) with moderate scores, inf or NaN near 100 in float32."""
+    import transformer_book.exercises.ch07_efficient as ch07
+
+    (where, inputs), *_ = (c for c in ch07._online_cases() if case in c[0])
+    ch07._check_one_update(update, where, inputs, dtype)
+    with pytest.raises(AssertionError, match="must stay as they were"):
+        ch07._check_one_update(mistake(tile_guard=True), where, inputs, dtype)
 
 
 @pytest.mark.parametrize(
@@ -148,6 +213,13 @@ def window_by_bands(t, window):
     return ones.tril() & ones.triu(-(window - 1))
 
 
+def window_from_the_causal_mask(t, window):
+    """The causal mask of Chapter 2, minus the keys too far back."""
+    causal = torch.ones(t, t).tril().bool()
+    too_far = torch.ones(t, t).tril(-window).bool()
+    return causal & ~too_far
+
+
 def window_loops(t, window):
     mask = torch.zeros(t, t, dtype=torch.bool)
     for i in range(t):
@@ -156,7 +228,9 @@ def window_loops(t, window):
     return mask
 
 
-@pytest.mark.parametrize("right", [window_mask, window_by_bands, window_loops])
+@pytest.mark.parametrize(
+    "right", [window_mask, window_by_bands, window_from_the_causal_mask, window_loops]
+)
 def test_window_checker_accepts_right_answers(right, capsys):
     assert check_sliding_window_mask(right) is None
     assert "sliding_window_mask: all checks passed" in capsys.readouterr().out
@@ -180,6 +254,10 @@ def offsets(t):
         (lambda t, w: torch.ones(t, t, dtype=torch.bool).tril(), "mask is wrong"),
         (lambda t, w: sliding_window_mask(t, w), "package's sliding_window_mask"),
         (lambda t, w: efficient.sliding_window_mask(t, w), "sliding_window_mask"),
+        *[
+            (fn, "package's sliding_window_mask")
+            for fn in disguises(efficient.sparse.sliding_window_mask)
+        ],
     ],
 )
 def test_window_checker_names_the_mistake(wrong, message):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_exercises_checking import disguises
 
 import transformer_book.decision as decision
 import transformer_book.experiments.scaling as scaling
@@ -50,7 +51,32 @@ def rtg_matrix(rewards, gamma=1.0):
     return rewards.double() @ weights.T
 
 
-@pytest.mark.parametrize("right", [rtg_backwards, rtg_flip_cumsum, rtg_matrix])
+def rtg_published(rewards, gamma=1.0):
+    """The notebook's solution: float64 inside, the input's dtype out."""
+    out = torch.zeros_like(rewards, dtype=torch.float64)
+    running = torch.zeros(rewards.shape[:-1], dtype=torch.float64)
+    for t in range(rewards.shape[-1] - 1, -1, -1):
+        running = rewards[..., t] + gamma * running
+        out[..., t] = running
+    return out.to(rewards.dtype if rewards.is_floating_point() else torch.float32)
+
+
+def rtg_python_loops(rewards, gamma=1.0):
+    """Plain Python lists, in a new tensor of float64."""
+    rows = []
+    for row in rewards.tolist():
+        out, running = [], 0.0
+        for r in reversed(row):
+            running = r + gamma * running
+            out.append(running)
+        rows.append(out[::-1])
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    "right",
+    [rtg_backwards, rtg_flip_cumsum, rtg_matrix, rtg_published, rtg_python_loops],
+)
 def test_returns_to_go_checker_accepts_right_answers(right, capsys):
     assert check_returns_to_go(right) is None
     assert "returns_to_go: all checks passed" in capsys.readouterr().out
@@ -103,6 +129,14 @@ def calls_the_module(rewards, gamma=1.0):
     return decision.returns_to_go(rewards, gamma)
 
 
+def rl_habit(rewards, gamma=0.99):
+    return rtg_backwards(rewards, gamma)
+
+
+def no_default(rewards, gamma):
+    return rtg_backwards(rewards, gamma)
+
+
 def not_attempted(rewards, gamma=1.0):
     raise NotImplementedError
 
@@ -123,6 +157,9 @@ def not_attempted(rewards, gamma=1.0):
         (in_place, "in place"),
         (calls_the_package, "without calling the package's returns_to_go"),
         (calls_the_module, "without calling the package's returns_to_go"),
+        (rl_habit, "without gamma, your function does not compute the undiscounted"),
+        (no_default, "missing 1 required positional argument: 'gamma'"),
+        *[(fn, "package's returns_to_go") for fn in disguises(returns_to_go)],
     ],
 )
 def test_returns_to_go_checker_names_the_mistake(wrong, message):
@@ -162,8 +199,37 @@ def fit_in_float32(x, y):
     return fit_by_hand(x.float(), y.float())
 
 
+def fit_published(x, y):
+    """The notebook's solution."""
+    lx = torch.as_tensor(x, dtype=torch.float64).log()
+    ly = torch.as_tensor(y, dtype=torch.float64).log()
+    slope = ((lx - lx.mean()) * (ly - ly.mean())).sum() / ((lx - lx.mean()) ** 2).sum()
+    intercept = ly.mean() - slope * lx.mean()
+    return intercept.exp().item(), -slope.item()
+
+
+def fit_as_list(x, y):
+    return list(fit_by_hand(x, y))
+
+
+def fit_in_base_10(x, y):
+    """Base 10 on both axes: the same line, a = 10 ** intercept."""
+    lx, ly = np.log10(x.numpy()), np.log10(y.numpy())
+    slope, intercept = np.polyfit(lx, ly, 1)
+    return 10**intercept, -slope
+
+
 @pytest.mark.parametrize(
-    "right", [fit_by_hand, fit_with_numpy, fit_with_lstsq, fit_in_float32]
+    "right",
+    [
+        fit_by_hand,
+        fit_with_numpy,
+        fit_with_lstsq,
+        fit_in_float32,
+        fit_published,
+        fit_as_list,
+        fit_in_base_10,
+    ],
 )
 def test_power_law_checker_accepts_right_answers(right, capsys):
     assert check_power_law_fit(right) is None
@@ -190,6 +256,12 @@ def fit_log10(x, y):
         (lambda x, y: fit_by_hand(x.log_(), y), "in place"),
         (lambda x, y: fit_power_law(x, y)[:2], "package's fit_power_law"),
         (lambda x, y: scaling.fit_power_law(x, y), "package's fit_power_law"),
+        (lambda x, y: (*fit_by_hand(x, y), 1.0), "got a tuple of 3"),
+        *[
+            (fn, "package's fit_power_law")
+            for original in (fit_power_law, scaling._log_fit)
+            for fn in disguises(original)
+        ],
     ],
 )
 def test_power_law_checker_names_the_mistake(wrong, message):

@@ -7,6 +7,7 @@ import contextlib
 
 import pytest
 import torch
+from test_exercises_checking import disguises
 
 import transformer_book.vision as vision
 from transformer_book.exercises.ch08_vision import (
@@ -89,6 +90,7 @@ def in_place(images, patch):
         (in_place, "modified images in place"),
         (lambda x, p: patchify(x, p), "without calling the package's patchify"),
         (lambda x, p: vision.patchify(x, p), "without calling the package's patchify"),
+        *[(fn, "package's patchify") for fn in disguises(patchify)],
     ],
 )
 def test_patchify_checker_names_the_mistake(wrong, message):
@@ -131,12 +133,24 @@ def rollout_stacked(weights, residual=0.5):
     return out
 
 
+def rollout_published(weights, residual=0.5):
+    """The notebook's solution."""
+    result = None
+    for w in weights:  # layer 1 first
+        a = w.mean(dim=1)  # (B, T, T): the heads' mean
+        eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+        a = residual * eye + (1 - residual) * a
+        a = a / a.sum(dim=-1, keepdim=True)
+        result = a if result is None else a @ result  # later layers on the left
+    return result
+
+
 def rollout_in_float64(weights, residual=0.5):
     return rollout_solution([w.double() for w in weights], residual)
 
 
 @pytest.mark.parametrize(
-    "right", [rollout_solution, rollout_stacked, rollout_in_float64]
+    "right", [rollout_solution, rollout_stacked, rollout_published, rollout_in_float64]
 )
 def test_rollout_checker_accepts_right_answers(right, capsys):
     assert check_attention_rollout(right) is None
@@ -192,6 +206,7 @@ def rollout_in_place(weights, residual=0.5):
             lambda w, residual=0.5: vision.attention_rollout(w, residual),
             "without calling the package's attention_rollout",
         ),
+        *[(fn, "package's attention_rollout") for fn in disguises(attention_rollout)],
     ],
 )
 def test_rollout_checker_names_the_mistake(wrong, message):

@@ -1,13 +1,39 @@
 """The helpers every checker shares: dtype-blind comparison, in-place detection,
 and "do not use X" enforced by swapping X for a function that refuses to run."""
 
+import collections
+import functools
 import types
 
 import pytest
 import torch
 from torch import nn
 
-from transformer_book.exercises._checking import expect_unchanged, forbidden, matches
+from transformer_book.exercises._checking import (
+    expect_unchanged,
+    expect_values,
+    forbidden,
+    matches,
+    runs_original,
+)
+
+
+def disguises(original) -> list:
+    """The package's function under other names, which "do not call X" must
+    refuse: itself, a partial, a functools.wraps wrapper, a closure, a lambda
+    with X as a default argument. The chapters' checker tests use it."""
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        return original(*args, **kwargs)
+
+    return [
+        original,
+        functools.partial(original),
+        wrapper,
+        lambda *args, **kwargs: original(*args, **kwargs),
+        lambda *args, f=original, **kwargs: f(*args, **kwargs),
+    ]
 
 
 def test_matches_compares_values_whatever_the_dtype():
@@ -39,7 +65,8 @@ def test_forbidden_swaps_every_reference_and_restores_them():
     owner = types.ModuleType("owner")
     owner.solve = original = lambda: "solved"
     reader_globals = {"alias": original}
-    reader = eval("lambda: alias()", reader_globals)  # noqa: S307
+    # The name is looked up at run time only, so the swap is what refuses it.
+    reader = eval('lambda: globals()["alias"]()', reader_globals)  # noqa: S307
     with forbidden(owner, "solve", "the solver", reader=reader):
         with pytest.raises(AssertionError, match="without calling the solver"):
             owner.solve()
@@ -47,6 +74,11 @@ def test_forbidden_swaps_every_reference_and_restores_them():
             reader()
     assert owner.solve is original and reader_globals["alias"] is original
     assert reader() == "solved"
+    named = eval("lambda: alias()", reader_globals)  # noqa: S307
+    with pytest.raises(AssertionError, match="without calling the solver"):
+        with forbidden(owner, "solve", "the solver", reader=named):
+            pass  # refused on entry: the reader names it
+    assert owner.solve is original and reader_globals["alias"] is original
 
 
 def test_forbidden_restores_a_method_even_after_an_error():
@@ -80,3 +112,112 @@ def test_checkers_leave_the_readers_random_state_alone():
         with pytest.raises(AssertionError):
             check(lambda *args: None)
         assert torch.equal(torch.rand(3), expected), check.__name__
+
+
+def test_expect_values_accepts_any_tuple_or_list_of_the_right_length():
+    pair = (torch.zeros(2), torch.ones(2))
+    assert expect_values(pair, 2, "(a, b)") == pair
+    assert expect_values(list(pair), 2, "(a, b)") == pair
+    point = collections.namedtuple("Point", "a b")(1.0, 2.0)  # a tuple too
+    assert expect_values(point, 2, "(a, b)") == (1.0, 2.0)
+    with pytest.raises(AssertionError, match=r"return \(a, b\), in order .*tuple of 3"):
+        expect_values((1, 2, 3), 2, "(a, b)")
+    with pytest.raises(AssertionError, match=r"^for case 1, return .* got a Tensor"):
+        expect_values(torch.zeros(2), 2, "(a, b)", "case 1")
+    with pytest.raises(AssertionError, match="got a dict"):
+        expect_values({"a": 1, "b": 2}, 2, "(a, b)")
+
+
+def _solution(x, y=1):
+    return x + y
+
+
+def _other(x, y=1):
+    return x + y
+
+
+@functools.wraps(_solution)
+def _wrapper(*args, **kwargs):
+    return _solution(*args, **kwargs)
+
+
+_alias = _solution
+_partial = functools.partial(_solution, y=2)
+
+
+def _through_a_partial(x):
+    return _partial(x)
+
+
+def _make_closure(function):
+    def inner(x):
+        return function(x)
+
+    return inner
+
+
+def _mentions_the_name_as_an_attribute(x):
+    return types.SimpleNamespace(_solution=len)._solution(x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _solution,
+        _alias,
+        _wrapper,
+        _partial,
+        functools.partial(_partial),
+        _through_a_partial,
+        _make_closure(_solution),
+        _make_closure(_wrapper),
+        lambda x, f=_solution: f(x),
+        lambda x, *, f=_solution: f(x),
+        lambda x: _solution(x),
+        lambda x: [_solution(v) for v in x],  # inside a comprehension
+        types.FunctionType(_solution.__code__, {}),  # the same code, other globals
+        types.MethodType(_solution, 1),
+    ],
+)
+def test_runs_original_finds_the_function_under_another_name(fn):
+    assert runs_original(fn, _solution)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _other,  # the same source is not the same function
+        lambda x: x + 1,
+        _mentions_the_name_as_an_attribute,
+        _make_closure(_other),
+        functools.partial(_other),
+        len,
+    ],
+)
+def test_runs_original_leaves_other_functions_alone(fn):
+    assert not runs_original(fn, _solution)
+
+
+def test_runs_original_is_false_for_a_library_function():
+    # softmax refers to many functions of its module: none of them is the original
+    assert not runs_original(torch.nn.functional.softmax, _solution)
+    assert not runs_original(torch.nn.functional.softmax, _other)
+
+
+def test_forbidden_refuses_an_alias_before_it_runs():
+    owner = types.ModuleType("owner")
+    calls = []
+
+    def solve(x):
+        calls.append(x)
+        return x
+
+    owner.solve = solve
+    for reader in (solve, functools.partial(solve), _make_closure(solve)):
+        with pytest.raises(AssertionError, match="without calling the solver"):
+            with forbidden(owner, "solve", "the solver", reader=reader):
+                reader(1)
+        assert owner.solve is solve  # nothing was swapped, nothing to restore
+    assert calls == []
+    with forbidden(owner, "solve", "the solver", reader=lambda x: x):
+        pass

@@ -6,16 +6,22 @@ ways: "not attempted yet" when the stub still raises ``NotImplementedError``; an
 the solution away, when the function crashes or answers wrongly; one line of
 success otherwise.
 
-Checkers hold to three rules. A right answer in another floating dtype (float64)
-passes: comparisons go through :func:`matches`. The reader's function gets copies
-of the inputs, and :func:`expect_unchanged` reports a modification in place as
-such, so that it is not mistaken for another error. "Do not use X" is enforced
-with :func:`forbidden`.
+Checkers hold to four rules. A right answer in another floating dtype (float64)
+passes: comparisons go through :func:`matches`. A function asked for several
+values, "(inputs, labels)", may return them as any tuple or list (a named tuple
+too) of that length: :func:`expect_values` unpacks it, and reports another type or
+length. The reader's function gets copies of the inputs, and
+:func:`expect_unchanged` reports a modification in place as such, so that it is
+not mistaken for another error. "Do not use X" is enforced with :func:`forbidden`:
+X refuses to run while the check does, and a function that is X under another
+name (``fn = package.X``, a lambda, ``functools.partial`` or ``functools.wraps``
+around it) is refused before it runs (:func:`runs_original`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import sys
 from collections.abc import Callable, Iterator
@@ -29,8 +35,10 @@ __all__ = [
     "expect_shape",
     "expect_close",
     "expect_unchanged",
+    "expect_values",
     "forbidden",
     "matches",
+    "runs_original",
     "seeded",
     "NotAttempted",
 ]
@@ -110,6 +118,25 @@ def matches(actual, expected: Tensor, atol: float = 1e-5, rtol: float = 1e-4) ->
     return torch.allclose(a, b, atol=atol, rtol=rtol)
 
 
+def expect_values(result, n: int, what: str, where: str = "") -> tuple:
+    """``result`` as a tuple of ``n`` values: a tuple or a list of that length.
+
+    ``what`` names the values, as the statement does: "(inputs, labels)";
+    ``where``, if given, the case.
+    """
+    if isinstance(result, tuple | list) and len(result) == n:
+        return tuple(result)
+    got = (
+        f"a {type(result).__name__} of {len(result)}"
+        if isinstance(result, tuple | list)
+        else f"a {type(result).__name__}"
+    )
+    prefix = f"for {where}, " if where else ""
+    raise AssertionError(
+        f"{prefix}return {what}, in order (a tuple or a list); got {got}"
+    )
+
+
 def expect_unchanged(given, original, what: str) -> None:
     """The reader's function received ``given``, a copy of ``original``."""
     if isinstance(original, Tensor):
@@ -137,6 +164,73 @@ def _is_checker(module) -> bool:
     return getattr(module, "__name__", "").startswith(__package__ + ".")
 
 
+def _global_names(code) -> Iterator[str]:
+    """The global names ``code`` loads, nested functions' and comprehensions' too
+    (attribute names, ``x.name``, are not global names)."""
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            yield ins.argval
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            yield from _global_names(const)
+
+
+def _held(obj, own_globals: dict) -> list:
+    """What ``obj`` may run besides its own code: the function it wraps, a
+    partial's function and arguments, a bound method's function, and, for a
+    function of the reader's own module, its closure, defaults and globals."""
+    attrs = getattr(obj, "__dict__", None)
+    held = (
+        [attrs["__wrapped__"]]
+        if isinstance(attrs, dict) and "__wrapped__" in attrs
+        else []
+    )
+    if isinstance(obj, functools.partial):
+        held += [obj.func, *obj.args, *obj.keywords.values()]
+    if hasattr(obj, "__func__"):  # a bound or static method
+        held.append(obj.__func__)
+    code = getattr(obj, "__code__", None)
+    if code is None or getattr(obj, "__globals__", None) is not own_globals:
+        return held  # library code is not followed: the swap covers its names
+    for cell in obj.__closure__ or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            held.append(cell.cell_contents)
+    held += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+    held += [own_globals[n] for n in _global_names(code) if n in own_globals]
+    return held
+
+
+def runs_original(fn: Callable, original: Callable) -> bool:
+    """Whether ``fn`` is ``original`` or holds it where a swap cannot reach it.
+
+    True for the same object or code under another name, and for a
+    ``functools.wraps`` wrapper, a ``functools.partial``, a lambda or a function
+    of the reader's own module that refers to it: by a global name, a closure
+    cell or a default argument, directly or through such another function.
+    """
+    targets = [original]
+    while "__wrapped__" in getattr(targets[-1], "__dict__", {}):
+        targets.append(targets[-1].__dict__["__wrapped__"])
+    codes = [c for c in (getattr(t, "__code__", None) for t in targets) if c]
+    base = fn
+    while isinstance(base, functools.partial):
+        base = base.func
+    own_globals = getattr(base, "__globals__", None)  # the reader's module
+    todo, seen = [fn], set()
+    while todo and len(seen) < 10_000:
+        obj = todo.pop()
+        if id(obj) in seen or not callable(obj):
+            continue
+        seen.add(id(obj))
+        if any(obj is t for t in targets):
+            return True
+        code = getattr(obj, "__code__", None)
+        if code is not None and any(code == c for c in codes):
+            return True
+        todo += _held(obj, own_globals)
+    return False
+
+
 @contextlib.contextmanager
 def forbidden(
     owner, name: str, what: str | None = None, reader: Callable | None = None
@@ -148,16 +242,18 @@ def forbidden(
     reader's notebook among them), for a function that raises an AssertionError
     naming ``what`` (default: the package's ``name``). So is every name bound to
     it in the globals of ``reader``, the reader's function (``from torch.nn import
-    RNNCell as Cell`` included). The checkers' own modules keep theirs, to compute
-    the expected answers.
+    RNNCell as Cell`` included); and a ``reader`` that is X under another name, or
+    holds it where no swap reaches (:func:`runs_original`), is refused at once.
+    The checkers' own modules keep theirs, to compute the expected answers.
     """
     original = getattr(owner, name)
     what = what or f"the package's {name}"
+    message = f"the exercise asks you to write this yourself, without calling {what}"
+    if reader is not None and runs_original(reader, original):
+        raise AssertionError(message)
 
     def refuse(*args, **kwargs):
-        raise AssertionError(
-            f"the exercise asks you to write this yourself, without calling {what}"
-        )
+        raise AssertionError(message)
 
     own = name in vars(owner)
     holders = [

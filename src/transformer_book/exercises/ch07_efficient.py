@@ -17,7 +17,14 @@ import torch
 from torch import Tensor
 
 from ..efficient import sparse, tiled
-from ._checking import call, checker, expect_shape, expect_unchanged, forbidden
+from ._checking import (
+    call,
+    checker,
+    expect_shape,
+    expect_unchanged,
+    expect_values,
+    forbidden,
+)
 
 __all__ = ["check_online_softmax_update", "check_sliding_window_mask"]
 
@@ -88,6 +95,15 @@ def _online_cases() -> list[tuple[str, tuple[Tensor, ...]]]:
     )
     v2 = torch.randn(bc, d_v, generator=gen)
     fresh = _start((br,), d_v)
+    # Rows that have seen keys meet a tile where all their keys are blocked: their
+    # state must stay as it was. Near 100, exp(row_max) overflows float32.
+    closed = mixed.clone()
+    closed[1] = -math.inf
+    near_100 = torch.randn(br, bc, generator=gen) + 100.0
+    state_100 = tuple(x.float() for x in _update(*_start((br,), d_v), near_100, v1))
+    closed_100 = near_100 + torch.randn(br, bc, generator=gen)
+    closed_100[0] = -math.inf
+    closed_100[2] = -math.inf
     return [
         ("the first block (m = -inf, l = 0, acc = 0)", (*fresh, first, v1)),
         ("a block whose maximum is larger", (*after_first, larger, v2)),
@@ -96,6 +112,14 @@ def _online_cases() -> list[tuple[str, tuple[Tensor, ...]]]:
         ("scores near 200 (exp overflows float32)", (*state_huge, huge, v2)),
         ("blocked keys (scores of -inf)", (*after_first, blocked, v2)),
         ("a row whose keys are all blocked", (*still_none, none_yet, v2)),
+        (
+            "a row that has seen keys meets a fully blocked tile",
+            (*after_first, closed, v2),
+        ),
+        (
+            "scores near 100, and rows that have seen keys meet a fully blocked tile",
+            (*state_100, closed_100, v2),
+        ),
         ("batch and head axes", (*batch_state, batch_scores, batch_v)),
     ]
 
@@ -116,6 +140,18 @@ def _same(got: Tensor, expected: Tensor) -> bool:
 def _diagnose_update(got: tuple, inputs: tuple, where: str) -> None:
     m_got, s_got, acc_got = got
     expected = _update(*inputs)
+    row_max, _, _, scores, _ = inputs
+    closed = (scores == -math.inf).all(dim=-1, keepdim=True) & (row_max > -math.inf)
+    if closed.any():  # (..., Br, 1): rows whose tile holds no allowed key
+        for g, before in zip(got, inputs[:3], strict=False):
+            rows = closed.expand_as(before)
+            if not _same(g[rows], before[rows]):
+                raise AssertionError(
+                    f"for {where}, a row that has already seen allowed keys meets a "
+                    "tile where all its keys are blocked: its row_max, row_sum and "
+                    "acc must stay as they were (your update changes them, or turns "
+                    "them into inf or NaN)"
+                )
     names = ("row_max", "row_sum", "acc")
     for name, g in zip(names, got, strict=True):
         if torch.isnan(g.double()).any():
@@ -177,23 +213,23 @@ def _check_one_update(fn: Callable, where: str, inputs: tuple, dtype) -> None:
         ("row_max", "row_sum", "acc", "scores", "v_block"), given, inputs, strict=True
     ):
         expect_unchanged(g, x, name)
-    if not isinstance(got, tuple | list) or len(got) != 3:
-        raise AssertionError(
-            "return the three updated tensors (row_max, row_sum, acc), in order"
-        )
+    got = expect_values(got, 3, "the three updated tensors (row_max, row_sum, acc)")
     for name, g, x in zip(("row_max", "row_sum", "acc"), got, inputs, strict=False):
         expect_shape(g, tuple(x.shape), f"the returned {name} for {where}")
-    _diagnose_update(tuple(got), inputs, where)
+    _diagnose_update(got, inputs, where)
 
 
 def _check_chain(fn: Callable) -> None:
     """Fold a whole row block by block; acc / row_sum must be softmax(S) V."""
     gen = torch.Generator().manual_seed(8)
     scores = torch.randn(4, 12, generator=gen) * 3.0  # (Br, Tk)
+    scores[0, 3:6] = -math.inf  # a whole tile of row 0 is blocked
+    scores[2, :3] = -math.inf  # row 2 sees nothing in the first tile
     v = torch.randn(12, 5, generator=gen)  # (Tk, Dv)
     state = _start((4,), 5)
     for j in range(0, 12, 3):
         state = call(fn, *state, scores[:, j : j + 3].clone(), v[j : j + 3].clone())
+        state = expect_values(state, 3, "(row_max, row_sum, acc)")
     out = state[2].double() / state[1].double()
     expected = torch.softmax(scores.double(), dim=-1) @ v.double()
     if not torch.allclose(out, expected, atol=1e-5, rtol=1e-5):
@@ -209,8 +245,9 @@ def check_online_softmax_update(fn: Callable) -> None:
 
     FlashAttention's step: m_new = max(m, rowmax(S)), P = exp(S - m_new),
     l_new = exp(m - m_new) l + rowsum(P), acc_new = exp(m - m_new) acc + P V. Rows
-    with no allowed key so far keep m = -inf, l = 0, acc = 0 (no NaN). Checked on
-    eight cases, in float32 and float64, and on a whole row folded block by block.
+    with no allowed key so far keep m = -inf, l = 0, acc = 0 (no NaN); a row whose
+    tile is all blocked keeps its state. Checked on ten cases, in float32 and
+    float64, and on a whole row folded block by block.
     """
     with (
         forbidden(tiled, "online_softmax_update", reader=fn),

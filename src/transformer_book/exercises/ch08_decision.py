@@ -18,7 +18,15 @@ from torch import Tensor
 
 from .. import decision
 from ..experiments import scaling
-from ._checking import call, checker, expect_shape, expect_unchanged, forbidden, matches
+from ._checking import (
+    call,
+    checker,
+    expect_shape,
+    expect_unchanged,
+    expect_values,
+    forbidden,
+    matches,
+)
 
 __all__ = ["check_returns_to_go", "check_power_law_fit"]
 
@@ -117,15 +125,26 @@ def check_returns_to_go(fn: Callable) -> None:
 
     R_t = sum_{t' >= t} gamma^(t' - t) r_t', along the last axis. Checked on
     binary and real rewards, several gammas, T = 1 and B = 1, in float32 and
-    float64, and on a batch whose rows must not mix.
+    float64, and on a batch whose rows must not mix; for gamma = 1 it is called
+    without gamma, as the statement's default allows.
     """
     with forbidden(decision, "returns_to_go", reader=fn):
         for where, shape, gamma, kind in RTG_CASES:
             for dtype in (torch.float32, torch.float64):
                 rewards = _rewards(shape, kind).to(dtype)
                 given = rewards.clone()
-                got = call(fn, given, gamma=gamma)
+                # As the statement calls it: gamma = 1 is the default.
+                omit = gamma == 1.0 and dtype == torch.float32
+                got = call(fn, given) if omit else call(fn, given, gamma=gamma)
                 expect_unchanged(given, rewards, "rewards")
+                if omit and not matches(got, _rtg(rewards, 1.0)):
+                    explicit = call(fn, rewards.clone(), gamma=1.0)
+                    if matches(explicit, _rtg(rewards, 1.0)):
+                        raise AssertionError(
+                            f"for {where}, called as rtg(rewards), without gamma, "
+                            "your function does not compute the undiscounted "
+                            "return: gamma defaults to 1.0, as in the statement"
+                        )
                 _diagnose_rtg(got, rewards, gamma, where)
 
 
@@ -154,10 +173,9 @@ def _power_law_cases() -> list[tuple[str, Tensor, Tensor]]:
 
 
 def _as_pair(got, where: str) -> tuple[float, float]:
-    if not isinstance(got, tuple | list) or len(got) < 2:
-        raise AssertionError(f"for {where}, return the two numbers (a, b), in order")
+    a, b = expect_values(got, 2, "the two numbers (a, b)", where)
     try:
-        return float(got[0]), float(got[1])
+        return float(a), float(b)
     except (TypeError, ValueError):
         raise AssertionError(
             f"for {where}, a and b must be numbers (floats or 0-d tensors)"
