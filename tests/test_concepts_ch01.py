@@ -135,5 +135,13 @@ def test_memory_kept_for_backward_readable_quadratic_fused_linear():
     fused_ratio = kept["fused"][1] / kept["fused"][0]
     assert 3.5 < readable < 4 and 1.9 < fused_ratio < 2.1
     assert right("1.5") == f"readable ×{readable:.0f}, fused ×{fused_ratio:.0f}"
-    mib = [round(s / 2**20) for s in kept["readable"]]
-    assert mib == [17, 66]  # the numbers the explanation quotes
+    # the numbers the explanation quotes: §1.5 prints 17.00 MiB kept at T = 1024,
+    # 1,040 bytes per token for the fused kernel; the weights are 4 x T^2 float32
+    why = CHECKS["1.5"][0].why[1]
+    assert f"{kept['readable'][0] / 2**20:.2f} MiB it keeps at T = 1024" in why
+    weights_mib = [4 * t**2 * 4 // 2**20 for t in (1024, 2048)]
+    assert f"{weights_mib[0]} MiB of the" in why and f"{weights_mib[1]} MiB at" in why
+    per_token = kept["fused"][0] / 1024
+    assert per_token == 1040 and f"{per_token:,.0f} bytes per token" in why
+    fused_mib = [round(s / 2**20) for s in kept["fused"]]
+    assert f"about {fused_mib[0]} MiB at T = 1024 and {fused_mib[1]} MiB" in why

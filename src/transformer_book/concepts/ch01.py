@@ -25,14 +25,15 @@ CHECKS = {
                 "quadruples when T doubles.",
                 "The RNN does T steps of the same size, about 2T(DH + H²): 34 → 67 "
                 "million operations. Attention's 4T²D term dominates: 1.14 → 4.43 "
-                "billion, ×3.9, and the chapter's timings grew alike.",
+                "billion, almost four times as many. On the machine that built this "
+                "page, the timings of §1.2 grew alike.",
                 "This confuses depth with work. The RNN's steps are sequential, but "
                 "there are only T of them, all the same size, so its work is linear "
                 "in T; it is attention whose work is quadratic.",
                 "Parallel is not free. Attention's depth does not grow with T, but "
                 "its work grows as T²; one CPU core has little parallel hardware to "
-                "absorb it, which is why attention fell behind `nn.RNN` at long "
-                "lengths.",
+                "absorb it, which is why, in the chapter's CPU timings, attention fell "
+                "behind `nn.RNN` at long lengths.",
             ),
         ),
     ),
@@ -142,9 +143,11 @@ CHECKS = {
             why=(
                 "The fused kernel computes the same output in tiles and never keeps "
                 "the (T, T) matrix. Its time is still quadratic; its memory is not.",
-                "The readable layer keeps 4 × T² attention weights: 17 → 66 MiB "
-                "(×3.9). The fused kernel keeps queries, keys, values, output and one "
-                "log-sum-exp per row, about 1 KiB per token: 1.0 → 2.0 MiB.",
+                "The readable layer keeps its 4 × T² attention weights, 4 bytes each: "
+                "16 MiB of the 17.00 MiB it keeps at T = 1024, and 64 MiB at T = 2048, "
+                "four times as much. The fused kernel keeps queries, keys, values, "
+                "output and one log-sum-exp per row, 1,040 bytes per token: about "
+                "1 MiB at T = 1024 and 2 MiB at T = 2048.",
                 "The readable attention keeps a weight for every pair of tokens, "
                 "4 × T² numbers, which dominates from a few hundred tokens on; only "
                 "the fused kernel is linear in T.",

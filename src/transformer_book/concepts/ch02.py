@@ -134,13 +134,13 @@ CHECKS = {
             ),
             answer=3,
             why=(
-                "-1e9 does not exist in float16, whose largest finite value is "
+                "`-1e9` does not exist in float16, whose largest finite value is "
                 "65,504: `masked_fill` raises a RuntimeError (overflow), as §2.6 "
                 "showed.",
                 "Masked keys get weight 0, but the row with no allowed key computes "
                 "exp(-∞) / Σ exp(-∞) = 0/0 = NaN, and in the next layer the NaN "
                 "spreads to every token.",
-                "No error this time, but -1e9 turns into -∞ when cast to float16, so "
+                "No error this time, but `-1e9` turns into -∞ when cast to float16, so "
                 "the empty row is 0/0 = NaN again: the silent form of the bug.",
                 "In float32 -∞ is safe: masked keys get exactly 0, the empty row is "
                 "set to zeros instead of NaN, and the weights return to float16. "
