@@ -206,6 +206,19 @@ def test_the_chapters_claims_hold_for_other_seeds(seed):
     assert_one_against_two(r)
     assert_specialisation(r)
     assert_ablations(r)
+    if seed == 1:  # the examples that §3.5 and §3.6 give for random seed 1
+        assert "partner-head" not in r.kinds[0], f"a partner-head in layer 0: {r.kinds}"
+        gaps = [abs(r.single[h]["mean"] - r.mean_single[h]["mean"]) for h in r.single]
+        assert max(gaps) > 0.05, f"zero and mean ablation within {max(gaps):.3f}"
+
+
+@pytest.mark.seeds
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_one_head_does_not_learn_partner_with_longer_training(seed):
+    """§3.2: with 2,000 steps instead of 400, one head still stays <= 45% on partner."""
+    one, _ = fit(n_heads=1, steps=2000, seed=seed, device="cpu")
+    accuracy = evaluate(one, make_test_set())
+    assert accuracy["partner"] <= 0.45, accuracy
 
 
 @pytest.mark.seeds
@@ -224,3 +237,4 @@ def test_exercise_3_5_depth_instead_of_width(seed):
     without_second = evaluate_without(deep, test, [(1, 0)])
     assert without_second["partner"] <= 0.2 <= 0.99 <= without_second["previous"]
     assert without_first["previous"] <= 0.2 and without_first["partner"] >= 0.8
+    assert without_first["partner"] <= 0.97, without_first  # partner falls too

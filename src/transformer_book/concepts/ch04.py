@@ -132,7 +132,7 @@ CHECKS = {
                 "A key d tokens back gets a weight proportional to e^(−d/2). The 48 "
                 "new keys all lie 16 or more back, and together they take under 0.1% "
                 "of the weight. However long the sequence, far keys stay negligible: "
-                "this is why ALiBi kept 97–98% at 4L.",
+                "this is why ALiBi stayed at 95% or more at 4L.",
                 "Four times the keys dilute the weight only under a flat bias, as "
                 "with T5's far bucket, which gives every key 12 or more back the same "
                 "bias. ALiBi's penalty keeps growing with the distance.",
