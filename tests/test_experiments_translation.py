@@ -183,3 +183,5 @@ def test_deep_pre_norm_ends_below_post_norm(seed):
     post_end, pre_end = post[-10:].mean().item(), pre[-10:].mean().item()
     assert pre_end < post_end - 0.4, f"pre-norm {pre_end:.2f}, post-norm {post_end:.2f}"
     assert pre_end < input_blind_loss() - 0.6, f"pre-norm {pre_end:.2f}"
+    if seed == 2:  # §5.3: with some initialisations post-norm leaves the plateau
+        assert post_end < input_blind_loss() - 0.5, f"post-norm {post_end:.2f}"

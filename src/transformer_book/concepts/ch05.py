@@ -9,15 +9,15 @@ CHECKS = {
         Question(
             prompt=(
                 "In the 32-block stack without residual connections, block 1's "
-                "gradient was about 50× smaller than block 32's. On the first AdamW "
+                "gradient was 48× smaller than block 32's. On the first AdamW "
                 "step (lr 1e-3), how big is block 1's weight update compared with "
                 "block 32's?"
             ),
             options=(
-                "About 50× smaller, like its gradient",
+                "About 48× smaller, like its gradient",
                 "About the same size",
-                "About √50 ≈ 7× smaller",
-                "About 50× larger: Adam boosts small gradients",
+                "About √48 ≈ 7× smaller",
+                "About 48× larger: Adam boosts small gradients",
             ),
             answer=1,
             why=(
@@ -32,7 +32,7 @@ CHECKS = {
                 "itself, not like √|g|: the scale cancels completely instead of "
                 "shrinking to its square root.",
                 "Adam normalises the gradient's size, it does not invert it: a "
-                "gradient 50× smaller and one 50× larger give steps of the same size.",
+                "gradient 48× smaller and one 48× larger give steps of the same size.",
             ),
         ),
     ),
@@ -102,7 +102,7 @@ CHECKS = {
             ),
             options=(
                 "0.611, unchanged: the floor depends only on ε",
-                "About 0.105 = −ln 0.9: the share of each wrong token vanishes",
+                "About −ln 0.9 ≈ 0.1: the share of each wrong token vanishes",
                 "About 1.01: higher",
                 "0, once the model matches the smoothed target exactly",
             ),
@@ -112,9 +112,9 @@ CHECKS = {
                 "on how many tokens the ε is spread over, not on ε alone.",
                 "Each wrong token gets only ε/V, but there are V − 1 of them and "
                 "each costs −ln(ε/V), which grows with V: together about "
-                "0.1 × ln(10000) ≈ 0.92 nats on top of the right token's 0.09.",
-                "The floor is −(p ln p) summed over the smoothed target: 0.9001 on "
-                "the right token and 0.0001 on each of the 999 others. Spreading ε "
+                "ε · ln(V/ε) nats, on top of what the right token costs.",
+                "The floor is −(p ln p) summed over the smoothed target: 1 − ε + ε/V "
+                "on the right token and ε/V on each of the 999 others. Spreading ε "
                 "over more tokens raises the entropy, to about 1.01 nats "
                 "(`label_smoothing_floor(1000)`).",
                 "Cross-entropy against a soft target is that target's entropy plus "

@@ -17,7 +17,8 @@ CHECKS = {
                 "15% is the share of positions chosen as targets; only 80% of those "
                 "become `[MASK]`, the others a random token or themselves.",
                 "15% chosen × 80% of them masked = 12%. On the training text the "
-                "chapter measured 14.8% chosen and 80.2% of those masked: about 11.9%.",
+                "chapter measured 14.8% chosen and 80.2% of those masked: about "
+                "12% again.",
                 "15% × 90% = 13.5% is the share of positions whose token changes "
                 "(`[MASK]` or a random token); the random 10% are not `[MASK]`.",
                 "80% is a share of the chosen tokens, not of all tokens: only 15% of "
@@ -118,8 +119,8 @@ CHECKS = {
                 "the token that crosses it, leaving 0.5 < 0.75. Top-p keeps the token "
                 "that takes the total to p or beyond.",
                 "0.5 alone falls short of 0.75; adding 0.3 reaches 0.8 ≥ 0.75, so the "
-                "nucleus is the two most probable tokens, renormalised to 0.625 and "
-                "0.375.",
+                "nucleus is the two most probable tokens, renormalised to 5/8 and "
+                "3/8.",
                 "Once 0.5 + 0.3 = 0.8 has reached p, the third token is not needed: "
                 "the tokens more probable than it already hold 0.8 ≥ 0.75.",
                 "Top-p sets the logits outside the nucleus to `-inf`; only p = 1 keeps "

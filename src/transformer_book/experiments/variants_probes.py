@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from ..corpus import sentences
 from ..tokenizer import BPETokenizer
 
-__all__ = ["ProbeSet", "make_probes", "score_model", "MIN_TOKENS"]
+__all__ = ["ProbeSet", "make_probes", "score_model", "top_guesses", "MIN_TOKENS"]
 
 MIN_TOKENS = 12  # shortest held-out sentence used, in tokens
 
@@ -122,6 +122,16 @@ def _task_logits(name: str, model: nn.Module, tok, probes: ProbeSet) -> Tensor:
 def _padded(rows: list[list[int]], pad: int, device) -> Tensor:
     length = max(len(r) for r in rows)
     return torch.tensor([r + [pad] * (length - len(r)) for r in rows], device=device)
+
+
+def top_guesses(
+    name: str, model: nn.Module, tok, probes: ProbeSet, cut: bool = False
+) -> Tensor:
+    """(N,) model ``name``'s most probable token for each probe item: the blank
+    probe's, or with ``cut`` the next probe's. What a model on the unigram plateau
+    predicts shows here: one and the same token for most items."""
+    model.eval()
+    return _logits_at(name, model, tok, probes, cut).argmax(dim=-1).cpu()
 
 
 def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
