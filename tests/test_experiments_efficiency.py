@@ -7,6 +7,8 @@ random seeds 1, 2 and 3 and assert the bounds the chapter states for seed 0.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -105,11 +107,28 @@ def test_what_each_approximation_gives_up_holds_for_other_seeds(seed):
     within(run_lookup_approximations(seed), LOOKUP_BOUNDS)
 
 
+@functools.cache
+def kv_sharing(seed: int) -> dict[int, dict[str, float]]:
+    """run_kv_sharing(seed), once per process for the tests below."""
+    return run_kv_sharing(seed)
+
+
 @pytest.mark.seeds
+@pytest.mark.xdist_group("kv_sharing")  # one process: the order test reuses the runs
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_shared_key_value_heads_still_learn_for_other_seeds(seed):
-    runs = run_kv_sharing(seed)
+    runs = kv_sharing(seed)
     assert sorted(runs) == sorted(KV_HEADS)
     for n_kv, run in runs.items():
         assert run["ppl"] <= KV_PPL_BOUND * run["unigram_ppl"], (n_kv, run)
         assert run["cache_bytes"] == 2 * 2 * n_kv * 16 * 4, "2 x L x Hkv x Dh x 4 B"
+
+
+@pytest.mark.seeds
+@pytest.mark.xdist_group("kv_sharing")
+def test_neither_multi_head_nor_multi_query_is_ahead_for_every_seed():
+    # §7.4: which of the two comes out ahead depends on the random initialisation
+    ahead = [
+        kv_sharing(seed)[1]["ppl"] < kv_sharing(seed)[4]["ppl"] for seed in (1, 2, 3)
+    ]
+    assert any(ahead) and not all(ahead), ahead
