@@ -16,8 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_book.experiments.scaling import (
+    LOSS_GAP,
     N_LAYERS,
     SIZES,
+    SKIP_GAP,
     fit_power_law,
     fit_power_law_offset,
     non_embedding_parameters,
@@ -170,8 +172,10 @@ def test_claims_fail_when_the_losses_do_not_fall():
     run = run_scaling(0, steps=2, sizes=((16, 1), (32, 2), (48, 3)))
     flat = replace(run, rows=tuple(replace(r, loss=5.0) for r in run.rows))
     claims = scaling_claims(flat)
-    assert not claims["the largest beats the smallest by a wide margin"]
-    assert not claims["each model beats the one two sizes smaller"]
+    assert not claims[f"the largest beats the smallest by {LOSS_GAP} nats or more"]
+    assert not claims[
+        f"each model beats the one two sizes smaller by {SKIP_GAP} nats or more"
+    ]
 
 
 @pytest.mark.seeds

@@ -18,7 +18,7 @@ CHECKS = {
                 "embeddings are summed, so A's vector can be added to each position's "
                 "vector once, ahead of time",
                 "Trained segment vectors are close to zero, so leaving them out "
-                "changes the outputs by less than 1e-5",
+                "changes the outputs by no more than float32 rounding",
                 "The LayerNorm after the embeddings removes any vector added to every "
                 "token",
                 "It does not: folding is an approximation that only the sentence "
@@ -35,14 +35,15 @@ CHECKS = {
                 "scalar, not a shared vector: an added vector changes the normalised "
                 "result.",
                 "It is exact, not approximate: the tests compare every hidden state "
-                "with Hugging Face's own BERT, to 3e-6.",
+                "with Hugging Face's own BERT and assert that they agree up to float32 "
+                "rounding.",
             ),
         ),
     ),
     "8.2": (
         Question(
             prompt=(
-                "In MiniLM's layers 1 to 5, heads put about 40% of their attention "
+                "In MiniLM's layers 1 to 5, heads put about 42% of their attention "
                 "weight on `[CLS]`, yet switching off the three heads that look at it "
                 "most moves the sentence embedding less than switching off three "
                 "random heads. What explains both?"
@@ -77,11 +78,11 @@ CHECKS = {
                 "classifier on its 384-dimensional sentence embedding, for 10 topics. "
                 "How many weights does training change?"
             ),
-            options=("3,850", "3,840", "22.7 million", "384"),
+            options=("3,850", "3,840", "22.6 million", "384"),
             answer=0,
             why=(
                 "A 384-to-10 linear layer: 384 × 10 weights and 10 biases, 3,850 in "
-                "all. The encoder's 22.7 million weights are frozen.",
+                "all. The encoder's 22.6 million weights are frozen.",
                 "That forgets the 10 biases of the classifier.",
                 "That would be fine-tuning every weight, which costs minutes per pass "
                 "over the data on a CPU; the encoder is frozen.",
@@ -129,9 +130,10 @@ CHECKS = {
             ),
             answer=0,
             why=(
-                "Exact match needs all 10 tokens right: p to the 10th power, 0.001, "
-                "0.028, 0.349. A smooth change looks sudden through a sharp metric, "
-                "which is Schaeffer et al.'s critique of emergent abilities.",
+                "Exact match needs all 10 tokens right: p to the 10th power, so 0.5, "
+                "0.7 and 0.9 become about 0.001, 0.03 and 0.35. A smooth change "
+                "looks sudden through a sharp metric, which is Schaeffer et al.'s "
+                "critique of emergent abilities.",
                 "That is the per-token accuracy, the smooth metric, not the exact "
                 "match.",
                 "Dividing by the length is not what requiring every token does.",

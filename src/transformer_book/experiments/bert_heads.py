@@ -342,12 +342,14 @@ PREVIOUS_MIN = 0.9  # the best previous-token head's weight on the previous toke
 CLS_MIN = 0.3  # layers 1-5 (counting from 0): mean weight on [CLS]
 SEP_MAX = 0.1  # ... and on [SEP]
 # The chosen head's accuracy on new sentences >= the offset baseline + a margin:
-STRONG_MARGIN = 0.12  # for these relations
+STRONG_MARGIN = 0.12  # for these relations (measured 0.18-0.42, seeds 0-3)
 STRONG_RELATIONS = ("det", "amod", "nsubj", "pobj", "punct")
-WEAK_RELATIONS = ("dobj", "prep")  # above the baseline, by 0.05 to 0.43
+WEAK_RELATIONS = ("dobj", "prep")  # above the baseline (by 0.047-0.43, seeds 0-3)
 TESTED_RELATIONS = STRONG_RELATIONS + WEAK_RELATIONS
 NORM_RATIO_MAX = 0.5  # [CLS]'s share of the output norm <= this x its weight share
 ORDER_RISE_MIN = 0.015  # previous-token ablation: cos(s, shuffled s) rises >= this
+# ... and >= this times the largest rise of a random set (measured 3.1-6.5, seeds 0-3)
+ORDER_RISE_RATIO = 2.0
 
 
 def shuffle_words(text: str, rng: random.Random) -> str:
@@ -476,7 +478,8 @@ def heads_claims(study: HeadsStudy) -> dict[str, bool]:
         "layers 1-5 park their weight on [CLS]": s["[CLS]"][later].mean().item()
         >= CLS_MIN,
         "... not on [SEP]": s["[SEP]"][later].mean().item() <= SEP_MAX,
-        "heads find det, amod, nsubj, pobj, punct": all(
+        f"heads find det, amod, nsubj, pobj, punct, {STRONG_MARGIN} or more above "
+        "the baseline": all(
             study.accuracy[r] >= study.baseline[r] + STRONG_MARGIN
             for r in STRONG_RELATIONS
         ),
@@ -485,8 +488,9 @@ def heads_claims(study: HeadsStudy) -> dict[str, bool]:
         ),
         "[CLS] adds little to the output": study.norm_share[later].mean().item()
         <= NORM_RATIO_MAX * study.weight_share[later].mean().item(),
-        "previous-token heads carry word order": rise["previous-token"]
-        >= max(ORDER_RISE_MIN, max(random_rises)),
+        "previous-token heads carry word order, at least "
+        f"{ORDER_RISE_RATIO:g} times as much as any random set": rise["previous-token"]
+        >= max(ORDER_RISE_MIN, ORDER_RISE_RATIO * max(random_rises)),
         "[CLS] heads matter less than random heads": study.drift["[CLS]"]
         < sum(random_drifts) / len(random_drifts),
     }

@@ -318,14 +318,17 @@ def scaling_claims(run: ScalingRun) -> dict[str, bool]:
     """The claims Chapter 8 states about ``run``, each checked (True = it holds)."""
     losses = [r.loss for r in run.rows]
     return {
-        "each model beats the one two sizes smaller": all(
+        f"each model beats the one two sizes smaller by {SKIP_GAP} nats or more": all(
             a - b >= SKIP_GAP for a, b in zip(losses[:-2], losses[2:], strict=True)
         ),
-        "the largest beats the smallest by a wide margin": losses[0] - losses[-1]
+        f"the largest beats the smallest by {LOSS_GAP} nats or more": losses[0]
+        - losses[-1]
         >= LOSS_GAP,
-        "the exponent b of loss = a N^-b is small": EXPONENT_RANGE[0]
+        "the exponent b of loss = a N^-b is between "
+        f"{EXPONENT_RANGE[0]} and {EXPONENT_RANGE[1]}": EXPONENT_RANGE[0]
         <= run.fit.b
         <= EXPONENT_RANGE[1],
-        "the power law fits the points": run.fit.r_squared >= R2_BOUND,
+        f"the power law fits the points (R^2 >= {R2_BOUND})": run.fit.r_squared
+        >= R2_BOUND,
         "every size beats the unigram model": all(x < run.unigram_loss for x in losses),
     }
