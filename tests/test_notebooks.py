@@ -6,8 +6,10 @@ tests read the committed files without running a kernel.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import re
+import symtable
 import sys
 from pathlib import Path
 
@@ -217,3 +219,116 @@ def test_stub_reports_not_attempted(path, solution, check_name, fn_name, capsys)
 
     assert getattr(exercises, check_name)(stub) is None
     assert "not attempted yet" in capsys.readouterr().out
+
+
+def _python_of(cell_source: str) -> str:
+    """A code cell's Python: IPython's %magic and !shell lines become ``pass``."""
+    return "\n".join(
+        re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in cell_source.splitlines()
+    )
+
+
+def _bound_names(code: str) -> set[str]:
+    """Names that running ``code`` at a notebook's top level defines."""
+    table = symtable.symtable(code, "<cell>", "exec")
+    return {
+        s.get_name()
+        for s in table.get_symbols()
+        if s.is_assigned() or s.is_imported() or s.is_namespace()
+    }
+
+
+def _free_names(code: str) -> set[str]:
+    """Names ``code`` reads that neither it nor Python's builtins define."""
+    top = symtable.symtable(code, "<solution>", "exec")
+    bound = _bound_names(code)
+    free = set()
+
+    def visit(table):
+        for s in table.get_symbols():
+            name = s.get_name()
+            if not s.is_referenced() or name in bound:
+                continue
+            if table is top or (s.is_global() and not s.is_local()):
+                free.add(name)
+        for child in table.get_children():
+            visit(child)
+
+    visit(top)
+    return free - set(dir(builtins)) - {"display", "get_ipython", "__file__"}
+
+
+def solutions_with_context(path: Path):
+    """(exercise heading, solution code, names the earlier code cells define)."""
+    nb = load(path)
+    defined: set[str] = set()
+    heading = None
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            if "raise NotImplementedError" not in cell.source:  # a stub is replaced
+                defined |= _bound_names(_python_of(cell.source))
+            continue
+        # the exercise a solution answers: the last heading above it
+        marks = re.finditer(
+            r"^### (Exercise \d+\.\d+)|<summary>Solution</summary>(.*?)</details>",
+            cell.source,
+            re.S | re.M,
+        )
+        for mark in marks:
+            if mark.group(1):
+                heading = mark.group(1)
+                continue
+            for block in re.findall(r"```python\n(.*?)```", mark.group(2), re.S):
+                found.append((heading, block, set(defined)))
+    return found
+
+
+def test_free_names_sees_what_a_pasted_solution_lacks():
+    code = (
+        "import math\n"
+        "def f(x):\n"
+        "    y = ablated(x)\n"
+        "    return [rank_correlation(a, y) for a in x] + [math.pi, len(x)]\n"
+        "z = f(data)\n"
+    )
+    assert _free_names(code) == {"ablated", "rank_correlation", "data"}
+    assert "data" in _bound_names("data = load()\nfor row in data:\n    pass\n")
+    assert _python_of("%pip install x\nimport y") == "pass\nimport y"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_solution_runs_when_pasted_into_its_chapter(path):
+    """Every name a solution uses is its own or defined by an earlier code cell, so
+    the solution runs when pasted into the stub cell (the checked ones are run by
+    test_published_solution_passes_its_checker)."""
+    missing = [
+        f"{heading}: {sorted(_free_names(code) - defined)}"
+        for heading, code, defined in solutions_with_context(path)
+        if _free_names(code) - defined
+    ]
+    assert not missing, "solutions that use names the chapter never defines: " + (
+        "; ".join(missing)
+    )
+
+
+def _markdown_of(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text()
+    return "\n".join(c.source for c in load(path).cells if c.cell_type == "markdown")
+
+
+PAGES = NOTEBOOKS + sorted((ROOT / "book").glob("*.md"))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[p.stem for p in PAGES])
+def test_a_page_that_quotes_a_source_text_cites_it(path):
+    text = _markdown_of(path)
+    cited = {
+        key.strip()
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text)
+        for key in group.split(",")
+    }
+    for name, key in (("lesson", "lesson9"), ("article", "engine_article")):
+        if re.search(rf"\bthe {name}\b", text, re.I) and path.stem != "references":
+            assert key in cited, f"{path.name} quotes the {name} without citing {key}"
