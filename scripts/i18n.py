@@ -328,20 +328,7 @@ def catalogue_path(page: Path) -> Path:
 
 
 def load_catalogue(page: Path):
-    import polib
-
-    path = catalogue_path(page)
-    if path.exists():
-        return polib.pofile(str(path), wrapwidth=0)
-    catalogue = polib.POFile(wrapwidth=0)
-    catalogue.metadata = {
-        "Project-Id-Version": "transformer-book",
-        "Language": "zh_TW",
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-    }
-    return catalogue
+    return _po(catalogue_path(page))
 
 
 def translations(catalogue) -> dict[str, str]:
@@ -437,17 +424,158 @@ def generate() -> None:
         print(f"{page.name:32} {len(missing)} units untranslated")
 
 
+# -- the concept checks' catalogue (shipped with the package) ----------------------
+
+CONCEPTS_PO = (
+    ROOT / "src/transformer_book/concepts/locale/zh_TW/LC_MESSAGES/concepts.po"
+)
+USAGE_ALLOWLIST = ROOT / "locale" / "zh_TW" / "usage.toml"
+_NOT_PROSE = re.compile(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\{[\w:-]+\}`[^`]*`")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _po(path: Path):
+    import polib
+
+    if path.exists():
+        return polib.pofile(str(path), wrapwidth=0)
+    catalogue = polib.POFile(wrapwidth=0)
+    catalogue.metadata = {
+        "Project-Id-Version": "transformer-book",
+        "Language": "zh_TW",
+        "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding": "8bit",
+    }
+    return catalogue
+
+
+def concepts_units() -> list[str]:
+    from transformer_book.concepts import reader_texts
+
+    return reader_texts()
+
+
+def compile_concepts(catalogue) -> bytes:
+    """The ``.mo`` the package reads: translated, non-fuzzy entries only."""
+    import polib
+
+    mo = polib.MOFile()
+    mo.metadata = dict(catalogue.metadata)
+    for msgid, msgstr in translations(catalogue).items():
+        mo.append(polib.MOEntry(msgid=msgid, msgstr=msgstr))
+    path = Path(__import__("tempfile").mkdtemp()) / "concepts.mo"
+    mo.save(str(path))
+    return path.read_bytes()
+
+
+def usage_allowlist() -> dict[str, str]:
+    """word -> why it is right although OpenCC's s2twp would change it."""
+    import tomllib
+
+    if not USAGE_ALLOWLIST.exists():
+        return {}
+    return tomllib.loads(USAGE_ALLOWLIST.read_text())
+
+
+def catalogues() -> dict[str, tuple[Path, list[str]]]:
+    """name -> (catalogue path, the units it must translate), for every page and
+    the concept checks."""
+    found = {page.stem: (catalogue_path(page), page_units(page)) for page in pages()}
+    found["concepts"] = (CONCEPTS_PO, concepts_units())
+    return found
+
+
+def entry_problems(msgid: str, msgstr: str, allowed: Mapping[str, str]) -> list[str]:
+    """What is wrong with one translation: broken invariants, non-Taiwan usage, an
+    English-only text (a translation must hold Chinese)."""
+    problems = invariant_problems(msgid, msgstr)
+    problems += usage_problems(msgstr, msgid, allowed)
+    prose = re.search(r"\b[a-z]{2,} [a-z]{2,} [a-z]{2,}\b", _NOT_PROSE.sub("", msgid))
+    if prose and not _HAN.search(msgstr):
+        problems.append("no Chinese in the translation")
+    return problems
+
+
+def catalogue_report(name: str) -> dict[str, object]:
+    """Counts and problems of one catalogue (``name``: a page's stem or
+    "concepts")."""
+    path, wanted = catalogues()[name]
+    catalogue = _po(path)
+    by_id = {e.msgid: e for e in catalogue if not e.obsolete}
+    allowed = usage_allowlist()
+    report = {"units": len(wanted), "translated": 0, "fuzzy": 0, "missing": 0}
+    problems = []
+    for msgid in wanted:
+        entry = by_id.get(msgid)
+        if entry is None or not entry.msgstr:
+            report["missing"] += 1
+        elif "fuzzy" in entry.flags:
+            report["fuzzy"] += 1
+        else:
+            report["translated"] += 1
+            for problem in entry_problems(msgid, entry.msgstr, allowed):
+                problems.append(f"{msgid[:60]!r}: {problem}")
+    report["problems"] = problems
+    return report
+
+
+def check_file(path: str) -> int:
+    """Check every entry of one ``.po`` file (a translator's own file)."""
+    allowed, total = usage_allowlist(), 0
+    entries = [e for e in _po(Path(path)) if not e.obsolete]
+    for entry in entries:
+        problems = (
+            ["untranslated"]
+            if not entry.msgstr
+            else entry_problems(entry.msgid, entry.msgstr, allowed)
+        )
+        for problem in problems:
+            print(f"{entry.msgid[:60]!r}: {problem}")
+        total += len(problems)
+    print(f"{path}: {len(entries)} entries, {total} problems")
+    return total
+
+
+def check(names: list[str]) -> int:
+    """Print each catalogue's counts and problems; the number of problems."""
+    total = 0
+    for name in names or list(catalogues()):
+        report = catalogue_report(name)
+        problems = report.pop("problems")
+        total += len(problems)
+        print(f"{name:32} {report}")
+        for problem in problems:
+            print(f"    {problem}")
+    return total
+
+
 def extract() -> None:
+    """Bring every catalogue up to date with the English, and compile the concept
+    checks' catalogue for the package."""
     LOCALE_DIR.mkdir(parents=True, exist_ok=True)
-    for page in pages():
-        catalogue = load_catalogue(page)
-        counts = update_catalogue(catalogue, page_units(page))
-        catalogue.save(str(catalogue_path(page)))
-        print(f"{page.name:32} {counts}")
+    for name, (path, wanted) in catalogues().items():
+        catalogue = _po(path)
+        counts = update_catalogue(catalogue, wanted)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        catalogue.save(str(path))
+        print(f"{name:32} {counts}")
+    write_concepts_mo()
+
+
+def write_concepts_mo() -> None:
+    CONCEPTS_PO.with_suffix(".mo").write_bytes(compile_concepts(_po(CONCEPTS_PO)))
 
 
 if __name__ == "__main__":
     commands = {"extract": extract, "generate": generate}
+    if sys.argv[1:2] == ["check"]:
+        sys.exit(1 if check(sys.argv[2:]) else 0)
+    if sys.argv[1:2] == ["check-file"] and len(sys.argv) == 3:
+        sys.exit(1 if check_file(sys.argv[2]) else 0)
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python scripts/i18n.py extract|generate")
+        sys.exit(
+            "usage: python scripts/i18n.py extract | generate | check [catalogue...]"
+            " | check-file PATH.po"
+        )
     commands[sys.argv[1]]()
