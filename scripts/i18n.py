@@ -129,7 +129,8 @@ def translate(markdown: str, catalogue: Mapping[str, str]) -> tuple[str, list[st
 
 _CODE = re.compile(r"`[^`\n]+`")
 _ROLE = re.compile(r"\{(\w+(?::\w+)?)\}`([^`]*)`")
-_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$")
+# inline math may wrap onto the next line (not across a blank line)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)((?:[^$\n]|\n(?!\s*\n))+?)(?<!\\)\$")
 _LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"<[^<>]+>")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -161,7 +162,7 @@ def features(text: str) -> dict[str, Counter]:
     rest = _ROLE.sub(" ", text)
     code = Counter(_CODE.findall(rest))
     rest = _CODE.sub(" ", rest)
-    math = Counter(m.strip() for m in _INLINE_MATH.findall(rest))
+    math = Counter(" ".join(m.split()) for m in _INLINE_MATH.findall(rest))
     rest = _INLINE_MATH.sub(" ", rest)
     links = Counter(_LINK_TARGET.findall(rest))
     rest = _LINK_TARGET.sub("]", rest)
@@ -413,9 +414,26 @@ def generate_page(page: Path, catalogue: Mapping[str, str]) -> tuple[str, list[s
     return nbformat.writes(nb) + "\n", missing
 
 
+SEARCH_TERMS = ROOT / "locale" / "zh_TW" / "search_terms.txt"
+
+
+def search_terms() -> list[str]:
+    """The book's Chinese terms, for the search's word splitter (jieba's user
+    dictionary): every run of Chinese characters in the glossary's 繁體中文 column,
+    e.g. 位置編碼, which jieba's own dictionary, Simplified, would cut in two."""
+    terms: dict[str, None] = {}
+    for line in (ROOT / "book" / "glossary.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and not set(cells[1]) <= set("-: "):
+            terms.update(dict.fromkeys(re.findall(r"[\u4e00-\u9fff]{2,}", cells[1])))
+    return sorted(terms)
+
+
 def generate() -> None:
     """Write every page of the zh-TW edition from the English page and its
-    catalogue."""
+    catalogue, and the search's word list."""
+    SEARCH_TERMS.write_text("".join(f"{term}\n" for term in search_terms()))
+    write_concepts_mo()  # the concept checks render from the compiled catalogue
     for page in pages():
         text, missing = generate_page(page, translations(load_catalogue(page)))
         target = edition_path(page)
@@ -550,11 +568,13 @@ def check(names: list[str]) -> int:
     return total
 
 
-def extract() -> None:
-    """Bring every catalogue up to date with the English, and compile the concept
-    checks' catalogue for the package."""
+def extract(names: list[str] | None = None) -> None:
+    """Bring the catalogues (default: every one) up to date with the English, and
+    compile the concept checks' catalogue for the package."""
     LOCALE_DIR.mkdir(parents=True, exist_ok=True)
     for name, (path, wanted) in catalogues().items():
+        if names and name not in names:
+            continue
         catalogue = _po(path)
         counts = update_catalogue(catalogue, wanted)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -569,13 +589,16 @@ def write_concepts_mo() -> None:
 
 if __name__ == "__main__":
     commands = {"extract": extract, "generate": generate}
+    if sys.argv[1:2] == ["extract"]:
+        sys.exit(extract(sys.argv[2:]))
     if sys.argv[1:2] == ["check"]:
         sys.exit(1 if check(sys.argv[2:]) else 0)
     if sys.argv[1:2] == ["check-file"] and len(sys.argv) == 3:
         sys.exit(1 if check_file(sys.argv[2]) else 0)
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit(
-            "usage: python scripts/i18n.py extract | generate | check [catalogue...]"
+            "usage: python scripts/i18n.py extract [catalogue...] | generate"
+            " | check [catalogue...]"
             " | check-file PATH.po"
         )
     commands[sys.argv[1]]()

@@ -104,9 +104,10 @@ def _inline(text: str) -> str:
 
 # The text of the page around the questions, translated like the questions
 HEADING = "Check your understanding ({section})"
+SEPARATOR = ": "  # between the heading and the instruction (full-width in Chinese)
 INSTRUCTION = "predict, then click an answer to see whether it holds and why."
 RIGHT, WRONG = "Right.", "Not quite."
-PAGE_TEXTS = (HEADING, INSTRUCTION, RIGHT, WRONG)
+PAGE_TEXTS = (HEADING, SEPARATOR, INSTRUCTION, RIGHT, WRONG)
 
 
 @functools.cache
@@ -139,7 +140,8 @@ def _render(
     out = [
         f'<div class="{QUIZ_CLASS}" data-section="{html.escape(section)}" '
         'style="border-left:4px solid #4a6fa5;padding:0.2em 1em;margin:1em 0">',
-        f"<p><strong>{heading}</strong>: {html.escape(tr(INSTRUCTION))}</p>",
+        f"<p><strong>{heading}</strong>{html.escape(tr(SEPARATOR))}"
+        f"{html.escape(tr(INSTRUCTION))}</p>",
     ]
     for q_index, q in enumerate(questions, 1):
         out.append('<div class="tb-question">')
