@@ -18,9 +18,15 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 
 install: $(STAMP)
 
+# Both editions: the English one at the site's root, the zh-TW one under zh-TW/, its
+# pages generated from the English pages and the catalogues (scripts/i18n.py).
 book: $(STAMP)
+	$(PY) scripts/i18n.py generate
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-	@echo "The book is in $(CURDIR)/_build/html/index.html (make serve to browse it)"
+	$(VENV)/bin/jupyter-book build zh-TW -W -n --keep-going
+	rm -rf _build/html/zh-TW && cp -r zh-TW/_build/html _build/html/zh-TW
+	@echo "The book is in $(CURDIR)/_build/html/index.html, its zh-TW edition in" \
+		"_build/html/zh-TW (make serve to browse them)"
 
 serve:
 	@echo "Serving http://localhost:8000 (Ctrl-C to stop)"
@@ -28,6 +34,7 @@ serve:
 
 execute: $(STAMP)
 	$(PY) scripts/execute.py $(NOTEBOOKS)
+	$(PY) scripts/i18n.py generate
 
 bench: $(STAMP)
 	$(PY) scripts/execute.py --bench $(NOTEBOOKS)
@@ -83,4 +90,4 @@ test: lint unit nbval seeds book browser colab
 	@echo "make test: all stages passed"
 
 clean:
-	rm -rf _build dist .pytest_cache .ruff_cache
+	rm -rf _build zh-TW/_build dist .pytest_cache .ruff_cache

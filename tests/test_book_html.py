@@ -16,6 +16,7 @@ import http.server
 import os
 import re
 import shutil
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -26,6 +27,9 @@ from transformer_book.concepts import QUIZ_CLASS
 from transformer_book.plot import LINKED_CLASS
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from book_html import UI_ZH_TW  # noqa: E402
+
 HTML = ROOT / "_build" / "html"
 VENDOR = ROOT / "tests" / "browser" / "vendor"
 SHOTS = ROOT / "_build" / "screenshots"
@@ -49,7 +53,7 @@ def pages() -> list[Path]:
         p
         for p in HTML.rglob("*.html")
         if p.name not in skip
-        and not p.relative_to(HTML).parts[0].startswith("_")
+        and not any(part.startswith("_") for part in p.relative_to(HTML).parts)
         and "http-equiv" not in p.read_text(errors="replace")[:500]
         and only in p.name
     )
@@ -269,12 +273,66 @@ def check_quizzes(page, page_path: Path, problems: list[str]) -> list[str]:
                 problems.append(f"question {q}, option {o}: open before a click")
             option.locator("summary").click()
             right = "tb-right" in option.get_attribute("class")
-            expected = "Right." if right else "Not quite."
+            expected = VERDICTS[edition(page_path)][right]
             if not feedback.is_visible() or expected not in feedback.inner_text():
                 problems.append(f"question {q}, option {o}: no '{expected}' shown")
     if not questions.count():
         return []
     return [f"{quizzes.count()} concept checks, {questions.count()} questions answered"]
+
+
+def edition(page_path: Path) -> str:
+    """The edition a built page belongs to: "zh-TW" under zh-TW/, else "en"."""
+    return "zh-TW" if page_path.relative_to(HTML).parts[0] == "zh-TW" else "en"
+
+
+# What a concept check says when an answer is clicked: {edition: {right: text}}
+VERDICTS = {
+    "en": {True: "Right.", False: "Not quite."},
+    "zh-TW": {True: "答對了。", False: "不太對。"},
+}
+
+
+def check_edition(page, page_path: Path, problems: list[str]) -> None:
+    """The page declares its language and links to itself in the other edition;
+    a zh-TW page shows none of the themes' English or Simplified labels."""
+    lang = edition(page_path)
+    declared = page.evaluate("() => document.documentElement.lang")
+    if declared != lang:
+        problems.append(f'<html lang="{declared}">, not "{lang}"')
+    other = page.locator(".tb-edition-link a")
+    if other.count() != 1:
+        problems.append("no link to the other edition")
+    elif other.get_attribute("hreflang") == lang:
+        problems.append("the edition link points at its own edition")
+    if lang == "zh-TW":
+        chrome = page.evaluate(CHROME_JS)
+        lines = set(chrome.split("\n"))
+        for label in [*UI_ZH_TW, "Search this book..."]:
+            if label in lines:
+                problems.append(f"theme label not translated: {label!r}")
+        simplified = [
+            line for line in lines if line and _to_traditional().convert(line) != line
+        ]
+        problems += [f"Simplified characters in a label: {t!r}" for t in simplified]
+
+
+@functools.cache
+def _to_traditional():
+    import opencc
+
+    return opencc.OpenCC("s2t")  # characters only: Simplified to Traditional
+
+
+# The page's labels outside the article: texts, titles, aria-labels, placeholders
+CHROME_JS = r"""() => {
+  const copy = document.body.cloneNode(true);
+  copy.querySelectorAll("article, script, style").forEach(el => el.remove());
+  const attrs = [...copy.querySelectorAll("*")].flatMap(el =>
+    ["title", "aria-label", "data-bs-title", "placeholder", "alt"]
+      .map(a => el.getAttribute(a)).filter(Boolean));
+  return [...attrs, ...copy.textContent.split("\n").map(t => t.trim())].join("\n");
+}"""
 
 
 # The controls that linked widgets use
@@ -363,6 +421,7 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     problems += [f"image did not load: {src[:80]}" for src in broken]
     check_links(page, page_path, problems)
     check_colab(page, page_path, problems)
+    check_edition(page, page_path, problems)
     problems += [f"request outside the book: {u}" for u in unexpected]
     page.screenshot(path=str(SHOTS / (page_path.stem + ".png")), full_page=False)
     context.close()
@@ -385,3 +444,53 @@ def test_every_page_renders_cleanly(server, browser):
     assert not failures, "\n".join(
         f"{k}:\n  " + "\n  ".join(v) for k, v in failures.items()
     )
+
+
+# A term of each chapter, as a reader would type it, and the chapter it must find.
+# Sphinx's search matches whole index terms, so the zh-TW index must hold the book's
+# terms as words (jieba, with the glossary's terms as its user dictionary).
+SEARCHES = {
+    "zh-TW": {
+        "時間反向傳播": "01_rnn_limits",
+        "交叉注意力": "02_attention",
+        "注意力頭": "03_multi_head",
+        "位置編碼": "04_positional_encoding",
+        "殘差連接": "05_transformer",
+        "位元組對編碼": "06_variants",
+        "計算複雜度": "07_complexity",
+        "湧現能力": "08_beyond_text",
+    },
+    "en": {"positional": "04_positional_encoding", "FlashAttention": "07_complexity"},
+}
+
+
+def search_results(browser, server: str, folder: str, term: str) -> list[str]:
+    """The pages the built book's search page lists for ``term``."""
+    from urllib.parse import quote
+
+    context = browser.new_context()
+    context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda r: r.abort())
+    page = context.new_page()
+    page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
+    page.wait_for_function(
+        "() => document.querySelector('#search-results .search-summary')"
+        " && typeof Search !== 'undefined' && Search._pulse_status === -1",
+        timeout=20000,
+    )
+    hrefs = page.eval_on_selector_all(
+        "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
+    )
+    context.close()
+    return hrefs
+
+
+@pytest.mark.parametrize(
+    "lang, term, chapter",
+    [(lang, t, c) for lang, terms in SEARCHES.items() for t, c in terms.items()],
+)
+def test_the_search_finds_each_chapter_by_its_terms(
+    server, browser, lang, term, chapter
+):
+    folder = "zh-TW/" if lang == "zh-TW" else ""
+    hrefs = search_results(browser, server, folder, term)
+    assert any(chapter in h for h in hrefs), f"{term!r} in {lang}: {hrefs}"

@@ -1,0 +1,206 @@
+"""The zh-TW edition as committed: every text translated and clean, every page
+generated from the English page and its catalogue, and the edition's settings the
+English ones (scripts/i18n.py, zh-TW/, book/_ext/book_html.py).
+
+A changed English paragraph fails here until its translation is updated: run
+``python scripts/i18n.py extract``, translate the entries it marks (empty or
+fuzzy), then ``python scripts/i18n.py generate``.
+"""
+
+from __future__ import annotations
+
+import gettext
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import book_html  # noqa: E402
+import i18n  # noqa: E402
+
+CATALOGUES = list(i18n.catalogues())
+
+
+@pytest.mark.parametrize("name", CATALOGUES)
+def test_every_text_is_translated_and_keeps_its_invariants(name):
+    report = i18n.catalogue_report(name)
+    problems = report.pop("problems")
+    assert report["missing"] == report["fuzzy"] == 0, (
+        f"{name}: {report}: run `python scripts/i18n.py extract`, translate the "
+        "empty and fuzzy entries of its catalogue"
+    )
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", i18n.pages(), ids=lambda p: p.stem)
+def test_the_edition_page_is_generated_from_the_english_and_the_catalogue(page):
+    text, missing = i18n.generate_page(
+        page, i18n.translations(i18n.load_catalogue(page))
+    )
+    assert not missing
+    committed = i18n.edition_path(page)
+    assert committed.exists(), f"{committed}: run `python scripts/i18n.py generate`"
+    assert committed.read_text() == text, (
+        f"{committed.relative_to(ROOT)} is stale: run `python scripts/i18n.py generate`"
+    )
+
+
+def test_the_edition_has_no_page_the_english_lacks():
+    generated = {i18n.edition_path(page) for page in i18n.pages()}
+    present = {
+        p
+        for p in (i18n.EDITION_DIR / "book").iterdir()
+        if p.suffix in {".md", ".ipynb"}
+    }
+    assert present == generated
+
+
+def test_the_package_reads_the_concept_catalogue_as_committed():
+    with i18n.CONCEPTS_PO.with_suffix(".mo").open("rb") as file:
+        compiled = gettext.GNUTranslations(file)
+    wanted = i18n.translations(i18n._po(i18n.CONCEPTS_PO))
+    assert len(wanted) == len(i18n.concepts_units())
+    for msgid, msgstr in wanted.items():
+        assert compiled.gettext(msgid) == msgstr, "run `python scripts/i18n.py extract`"
+
+
+def test_the_search_knows_the_glossarys_terms():
+    terms = i18n.search_terms()
+    assert {"位置編碼", "多頭注意力", "自注意力", "詞元"} <= set(terms)
+    assert all(" " not in t for t in terms)  # one word per line for jieba
+    assert i18n.SEARCH_TERMS.read_text().split("\n")[:-1] == terms
+
+
+def _config(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+# The settings in which the editions differ, and nothing else
+EDITION_KEYS = {
+    ("title",),
+    ("exclude_patterns",),
+    ("repository", "path_to_book"),
+    ("bibtex_bibfiles",),
+    ("sphinx", "local_extensions"),
+    ("sphinx", "recursive_update"),
+    ("sphinx", "config", "language"),
+    ("sphinx", "config", "html_search_options"),
+    ("sphinx", "config", "html_theme_options"),
+    ("sphinx", "config", "tb_edition"),
+}
+
+
+def _flatten(config, prefix=()):
+    for key, value in config.items():
+        path = (*prefix, key)
+        if isinstance(value, dict) and path not in EDITION_KEYS:
+            yield from _flatten(value, path)
+        elif path not in EDITION_KEYS:
+            yield path, value
+
+
+def test_the_editions_settings_are_the_english_ones():
+    english = dict(_flatten(_config(ROOT / "_config.yml")))
+    chinese = dict(_flatten(_config(ROOT / "zh-TW" / "_config.yml")))
+    assert chinese == english
+    zh = _config(ROOT / "zh-TW" / "_config.yml")
+    assert zh["repository"]["path_to_book"] == "zh-TW"
+    assert zh["sphinx"]["config"]["language"] == "zh_TW"
+    assert zh["sphinx"]["config"]["tb_edition"] == "zh-TW"
+    assert zh["bibtex_bibfiles"] == [
+        "../" + f for f in _config(ROOT / "_config.yml")["bibtex_bibfiles"]
+    ]
+    search = ROOT / "zh-TW" / zh["sphinx"]["config"]["html_search_options"]["dict"]
+    assert search.resolve() == i18n.SEARCH_TERMS
+
+
+def test_the_editions_contents_are_the_english_ones():
+    def files(toc):
+        return [toc["root"]] + [
+            c["file"] for part in toc["parts"] for c in part["chapters"]
+        ]
+
+    english, chinese = (_config(ROOT / p / "_toc.yml") for p in (".", "zh-TW"))
+    assert files(chinese) == files(english)
+    assert [p["caption"] for p in chinese["parts"]] == ["章節", "參考資料"]
+
+
+def test_each_page_links_to_itself_in_the_other_edition():
+    assert book_html.other_edition("en", "book/02_attention") == (
+        "zh-TW",
+        "../zh-TW/book/02_attention.html",
+        "閱讀本頁的正體中文版",
+    )
+    assert book_html.other_edition("zh-TW", "book/02_attention") == (
+        "en",
+        "../../book/02_attention.html",
+        "Read this page in English",
+    )
+    assert book_html.other_edition("en", "index")[1] == "zh-TW/index.html"
+    with pytest.raises(ValueError, match="tb_edition"):
+        book_html.other_edition("zh-CN", "index")
+
+
+def test_the_theme_labels_are_replaced_outside_the_article_only():
+    page = (
+        '<nav aria-label="Main"><a title="Launch on Colab">x</a></nav>'
+        '<p class="prev"> 上一页 </p>'
+        '<article class="bd-article"><span class="n">Main</span>'
+        '<a title="Launch on Colab">in the text</a></article>'
+        "<footer><span>Repository</span><span>Main text</span></footer>"
+    )
+    out = book_html.translate_ui(page, book_html.UI_ZH_TW)
+    assert out == (
+        '<nav aria-label="主要導覽"><a title="在 Colab 上啟動">x</a></nav>'
+        '<p class="prev"> 上一頁 </p>'
+        '<article class="bd-article"><span class="n">Main</span>'
+        '<a title="Launch on Colab">in the text</a></article>'
+        "<footer><span>儲存庫</span><span>Main text</span></footer>"
+    )
+    # the replacements are Taiwan's usage themselves
+    for label in book_html.UI_ZH_TW.values():
+        assert not i18n.usage_problems(label), label
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in i18n.pages() if p.suffix == ".ipynb"], ids=lambda p: p.stem
+)
+def test_the_edition_notebook_runs_the_english_code(page):
+    """Code cells and outputs are the English notebook's; the one change: a concept
+    check takes the edition's language, and its output is the zh-TW rendering."""
+    import nbformat
+
+    from transformer_book.concepts import concept_check
+
+    english = nbformat.read(page, as_version=4)
+    chinese = nbformat.read(i18n.edition_path(page), as_version=4)
+    assert chinese.metadata == english.metadata
+    assert len(chinese.cells) == len(english.cells)
+    for ours, theirs in zip(chinese.cells, english.cells, strict=True):
+        assert ours.cell_type == theirs.cell_type
+        if ours.cell_type == "markdown":
+            assert ours.source != theirs.source or not i18n.units(theirs.source)
+            continue
+        if ours.source == theirs.source:
+            assert ours.outputs == theirs.outputs
+            continue
+        section = i18n._concept_section(theirs.source)
+        assert ours.source == f'concept_check("{section}", lang="zh-TW")'
+        (html,) = [o.data["text/html"] for o in ours.outputs if "data" in o]
+        assert html == concept_check(section, lang="zh-TW").data
+        assert "檢查你的理解" in html
+
+
+def test_the_readmes_link_to_each_other_and_the_chinese_one_is_taiwan_usage():
+    english = (ROOT / "README.md").read_text()
+    chinese = (ROOT / "README.zh-TW.md").read_text()
+    assert "(README.zh-TW.md)" in english and "(README.md)" in chinese
+    for command in ("make book", "make test"):
+        assert command in chinese
+    prose = re.sub(r"```.*?```|`[^`]*`", "", chinese, flags=re.S)
+    assert not i18n.usage_problems(prose, allowed=i18n.usage_allowlist())
