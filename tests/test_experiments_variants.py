@@ -250,7 +250,7 @@ def test_variants_claims_hold_for_other_seeds(seed):
     assert drop["T5"] > max(drop["GPT"], drop["BERT"]), drop
     tok = get_tokenizer()
     # On the plateau: one and the same top guess for most of the probe items
-    for name, bound in (("BERT", 0.5), ("T5", 0.9)):
+    for name, bound in (("BERT", 0.4), ("T5", 0.9)):
         guesses = top_guesses(name, run.models[name], tok, run.probes)
         share = (guesses == guesses.mode().values).double().mean().item()
         assert share > bound, (name, share)
