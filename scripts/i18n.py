@@ -482,9 +482,7 @@ def compile_concepts(catalogue) -> bytes:
     mo.metadata = dict(catalogue.metadata)
     for msgid, msgstr in translations(catalogue).items():
         mo.append(polib.MOEntry(msgid=msgid, msgstr=msgstr))
-    path = Path(__import__("tempfile").mkdtemp()) / "concepts.mo"
-    mo.save(str(path))
-    return path.read_bytes()
+    return mo.to_binary()
 
 
 def usage_allowlist() -> dict[str, str]:

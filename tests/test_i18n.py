@@ -269,3 +269,13 @@ def test_usage_allowlist_and_garbled_terms():
     # the glossary quotes the lesson's garbled term: allowed where the English has it
     quoted = i18n.usage_problems("課文寫「變壓器」", english="the lesson writes 變壓器")
     assert quoted == []
+
+
+def test_an_entry_is_faulted_for_english_left_in_place_and_for_mainland_usage():
+    unit = "The model learns the alignment from the loss alone."
+    assert i18n.entry_problems(unit, "模型只從損失中學會對齊。", {}) == []
+    assert i18n.entry_problems(unit, unit, {}) == ["no Chinese in the translation"]
+    (problem,) = i18n.entry_problems(unit, "模型只從損失中學會對齊的算法。", {})
+    assert "Taiwan" in problem
+    # a unit that is only code and names needs no Chinese
+    assert i18n.entry_problems("`x = 1` and BERT", "`x = 1` and BERT", {}) == []
