@@ -10,7 +10,8 @@ its initialisation (``gpt2_init_``).
 One objective on all text: every position predicts the next token, so every token
 of a batch gives a training signal. Generating reuses the past: the keys and values
 of earlier positions do not change when a token is appended, so ``generate`` keeps
-them in a **KV cache** and runs each new token alone through the model.
+them in a **KV cache** (``kv_cache.KVCache``, preallocated) and runs each new token
+alone through the model.
 
 Shape letters: B batch, T positions, P cached (past) positions, D ``d_model``,
 H heads, Dh = D / H, V ``vocab_size``, L ``n_layers``.
@@ -24,15 +25,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention, causal_mask
+from .._validate import check_int
+from ..attention import causal_mask
 from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
-from .sampling import sample_next
+from .kv_cache import KVCache, decode, prepare_cache
+from .sampling import check_sampling, choose_next
 
 __all__ = ["GPTConfig", "GPT", "KVCache", "gpt2_init_"]
-
-# One (keys, values) pair per layer, each (B, H, P, Dh): stacked, (L, 2, B, H, P, Dh)
-KVCache = list[tuple[Tensor, Tensor]]
 
 
 @dataclass(frozen=True)
@@ -77,42 +77,49 @@ class GPT(nn.Module):
 
     def forward(self, idx: Tensor) -> Tensor:
         check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        return self._logits(idx)
+
+    def _logits(self, idx: Tensor) -> Tensor:
         mask = causal_mask(idx.shape[1], device=idx.device)  # (T, T)
         x = self.embed(idx)  # (B, T) -> (B, T, D)
         for block in self.blocks:
             x = block(x, mask=mask)
         return self.output(self.norm(x))  # (B, T, D) -> (B, T, V)
 
+    @torch.no_grad()
     def forward_cached(
-        self, idx: Tensor, cache: KVCache | None = None
+        self, idx: Tensor, cache: KVCache | list | None = None
     ) -> tuple[Tensor, KVCache]:
         """The logits of ``idx``, the positions that follow the ``cache``'s.
 
         The same computation as ``forward`` on the whole sequence, but the keys and
         values of the P earlier positions come from the cache instead of being
         computed again. Returns the logits of the new positions and the cache
-        extended by them: a list of L pairs (keys, values), each (B, H, P + T, Dh).
+        holding P + T positions.
 
-        Shapes: idx (B, T), cache L x 2 x (B, H, P, Dh) -> logits (B, T, V)
+        The cache (``kv_cache.KVCache``) is preallocated and written in place:
+        ``cache[i]`` is layer i's (keys, values), each (B, Hkv, P, Dh), and
+        ``len(cache)`` is L. Given ``None``, a new cache is made for the T
+        positions of ``idx``; given a ``KVCache``, the new keys and values are
+        written into it, and the same object is returned (to branch, keep a
+        ``copy.deepcopy``); given a list of L (keys, values) pairs (the form that
+        Chapter 6 describes), it is copied into a new ``KVCache`` and left as it is.
+        It is for inference: it runs without autograd, since the cache is
+        overwritten in place (``forward`` is the one to train).
+
+        Shapes: idx (B, T), cache L x 2 x (B, Hkv, P, Dh) -> logits (B, T, V),
+                cache L x 2 x (B, Hkv, P + T, Dh)
         """
-        past = 0 if cache is None else cache[0][0].shape[2]  # P
         check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        cache = prepare_cache(self, idx, cache)
+        past = cache.length  # P
         if past + idx.shape[1] > self.cfg.max_len:
             raise ValueError(
                 f"idx has {idx.shape[1]} positions after {past} cached ones, more "
                 f"than max_len={self.cfg.max_len}"
             )
-        x = self.embed(idx, start=past)  # (B, T) -> (B, T, D)
-        new_cache = []
-        for i, block in enumerate(self.blocks):
-            layer_past = None if cache is None else cache[i]
-            attn, keys_values = _cached_self_attention(
-                block.self_attn, block.norm1(x), layer_past
-            )
-            x = x + block.dropout1(attn)  # the pre-norm block of blocks.EncoderBlock
-            x = x + block.dropout2(block.feed_forward(block.norm2(x)))
-            new_cache.append(keys_values)
-        return self.output(self.norm(x)), new_cache  # (B, T, V), L x 2 x (B,H,P+T,Dh)
+        cache.reserve(past + idx.shape[1])
+        return decode(self, idx, cache), cache  # (B, T, V), L x 2 x (B,Hkv,P+T,Dh)
 
     @torch.no_grad()
     def generate(
@@ -131,35 +138,49 @@ class GPT(nn.Module):
         softmax(logits / temperature), restricted to the ``top_k`` most probable
         tokens and to the ``top_p`` nucleus if given (``sampling.sample_next``).
         With ``use_cache`` the prompt runs once and every later step feeds only the
-        newest token, reading the earlier keys and values from the cache; without,
-        every step runs the whole sequence again. Both give the same tokens. The
-        model runs in eval mode (no dropout) and is put back as it was.
+        newest token, reading the earlier keys and values from a ``KVCache``
+        allocated once for the whole generation; without, every step runs the whole
+        sequence again. Both give the same tokens. The arguments are checked once;
+        the model runs in eval mode (no dropout) and is put back as it was, also
+        when something raises.
 
-        Shapes: idx (B, T0) -> (B, T0 + max_new_tokens), T0 + max_new_tokens <= max_len
+        Shapes: idx (B, T0) -> (B, T0 + max_new_tokens) int64,
+                T0 + max_new_tokens <= max_len
         """
         check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-            raise ValueError(
-                f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
-            )
+        max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=0)
         if idx.shape[1] + max_new_tokens > self.cfg.max_len:
             raise ValueError(
                 f"max_new_tokens={max_new_tokens} after a prompt of {idx.shape[1]} "
                 f"tokens exceeds max_len={self.cfg.max_len}"
             )
+        temperature = check_sampling(temperature, top_k, top_p, generator)
+        if not isinstance(use_cache, bool):
+            raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
         was_training = self.training
         self.eval()
-        out, cache, logits = idx, None, None
-        for _ in range(max_new_tokens):
+        try:
+            sample = (temperature, top_k, top_p, generator)
+            return self._generate(idx, max_new_tokens, sample, use_cache)
+        finally:
+            self.train(was_training)
+
+    def _generate(self, idx: Tensor, n: int, sample: tuple, use_cache: bool):
+        """``generate``'s loop, its arguments checked: n tokens after ``idx``."""
+        B, T0 = idx.shape
+        out = torch.empty(B, T0 + n, dtype=torch.long, device=idx.device)
+        out[:, :T0] = idx  # written in place, one column per step
+        if n == 0:
+            return out
+        if use_cache:  # room for every position that will be fed: T0 + n - 1
+            cache = prepare_cache(self, idx, None, capacity=T0 + n - 1)
+            logits = decode(self, idx, cache)  # the prompt, once: (B, T0, V)
+        for t in range(T0, T0 + n):
             if not use_cache:
-                logits = self(out)  # (B, t, V): every position, every step
-            elif cache is None:
-                logits, cache = self.forward_cached(out)  # the prompt, once
-            else:
-                logits, cache = self.forward_cached(out[:, -1:], cache)  # (B, 1, V)
-            next_id = sample_next(logits[:, -1], temperature, top_k, top_p, generator)
-            out = torch.cat([out, next_id[:, None]], dim=1)  # (B, t) -> (B, t + 1)
-        self.train(was_training)
+                logits = self._logits(out[:, :t])  # (B, t, V): every position again
+            out[:, t] = choose_next(logits[:, -1], *sample)  # (B, V) -> (B,)
+            if use_cache and t + 1 < T0 + n:
+                logits = decode(self, out[:, t : t + 1], cache)  # (B, 1, V)
         return out
 
 
@@ -204,26 +225,3 @@ def gpt2_init_(model: nn.Module, n_layers: int) -> None:
             nn.init.normal_(module.weight, std=std)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-
-
-def _cached_self_attention(
-    attn: MultiHeadAttention, x: Tensor, past: tuple[Tensor, Tensor] | None
-) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-    """Causal self-attention of T new positions over P cached ones and themselves.
-
-    The cache keeps the n_kv_heads key/value heads, before they are shared out
-    among the query heads: grouped-query attention shrinks it by H / n_kv_heads.
-
-    Shapes: x (B, T, D), past 2 x (B, Hkv, P, Dh) -> (B, T, D), 2 x (B, Hkv, P+T, Dh)
-    """
-    q = attn.split_heads(attn.q_proj(x))  # (B, T, D) -> (B, H, T, Dh)
-    k = attn.split_heads(attn.k_proj(x), attn.n_kv_heads)  # (B, Hkv, T, Dh)
-    v = attn.split_heads(attn.v_proj(x), attn.n_kv_heads)  # (B, Hkv, T, Dh)
-    if past is not None:
-        k = torch.cat([past[0], k], dim=2)  # (B, Hkv, P + T, Dh)
-        v = torch.cat([past[1], v], dim=2)  # (B, Hkv, P + T, Dh)
-    t, p = x.shape[1], k.shape[2] - x.shape[1]
-    # New position i is absolute position p + i: it sees keys 0..p + i.
-    mask = torch.ones(t, p + t, dtype=torch.bool, device=x.device).tril(p)  # (T, P+T)
-    heads, _ = attn.attend(q, k, v, mask, need_weights=False)  # (B, H, T, Dh)
-    return attn.out_proj(attn.merge_heads(heads)), (k, v)  # (B, T, D)

@@ -14,10 +14,17 @@ compose (temperature, then top-k, then top-p) and softmax renormalises what is l
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
+from .._validate import check_generator
+
 __all__ = ["top_k_filter", "top_p_filter", "sample_next"]
+
+# Below this temperature, logits / T could overflow float32: divide in float64
+_FLOAT32_SAFE_TEMPERATURE = 1e-30
 
 
 def _check_logits(logits: Tensor) -> None:
@@ -25,6 +32,36 @@ def _check_logits(logits: Tensor) -> None:
         raise ValueError("logits must be a tensor of shape (..., V)")
     if not logits.is_floating_point():
         raise TypeError(f"logits must be floating point, got {logits.dtype}")
+
+
+def _check_top_k(k: object) -> None:
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"top_k must be a positive int, got {k!r}")
+
+
+def _check_top_p(p: object) -> None:
+    if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a number in (0, 1], got {p!r}")
+
+
+def check_sampling(
+    temperature: object, top_k: object, top_p: object, generator: object
+) -> float:
+    """``temperature`` as a float; ValueError/TypeError naming a bad argument.
+
+    Every argument is checked, also those that greedy decoding (T = 0) ignores:
+    a bad ``top_k`` is a mistake whatever the temperature.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"temperature must be a number, got {temperature!r}")
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be finite and >= 0, got {temperature}")
+    if top_k is not None:
+        _check_top_k(top_k)
+    if top_p is not None:
+        _check_top_p(top_p)
+    check_generator("generator", generator)
+    return float(temperature)
 
 
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
@@ -35,8 +72,11 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
     Shapes: logits (..., V) -> (..., V)
     """
     _check_logits(logits)
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"top_k must be a positive int, got {k!r}")
+    _check_top_k(k)
+    return _top_k(logits, k)
+
+
+def _top_k(logits: Tensor, k: int) -> Tensor:
     k = min(k, logits.shape[-1])
     kth = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
     return logits.masked_fill(logits < kth, float("-inf"))
@@ -53,8 +93,11 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     Shapes: logits (..., V) -> (..., V)
     """
     _check_logits(logits)
-    if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be a number in (0, 1], got {p!r}")
+    _check_top_p(p)
+    return _top_p(logits, p)
+
+
+def _top_p(logits: Tensor, p: float) -> Tensor:
     if p == 1:
         return logits.clone()  # every token: no rounding may drop a rare one
     probs = logits.double().softmax(dim=-1)  # (..., V), float64: exact enough sums
@@ -78,21 +121,39 @@ def sample_next(
 ) -> Tensor:
     """The next token of each row: arg-max if ``temperature`` is 0, else sampled.
 
+    A temperature so small that logits / T would overflow still gives the T -> 0
+    limit: the logits are shifted so that each row's largest is 0 before dividing.
+
     Shapes: logits (B, V) -> (B,) int64
     """
     _check_logits(logits)
     if logits.dim() != 2:
         raise ValueError(f"logits must have shape (B, V), got {tuple(logits.shape)}")
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise ValueError(f"temperature must be a number, got {temperature!r}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    temperature = check_sampling(temperature, top_k, top_p, generator)
+    return choose_next(logits, temperature, top_k, top_p, generator)
+
+
+def choose_next(
+    logits: Tensor,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator: torch.Generator | None,
+) -> Tensor:
+    """``sample_next`` without its checks, for a caller that made them once.
+
+    Shapes: logits (B, V) -> (B,) int64
+    """
     if temperature == 0:
         return logits.argmax(dim=-1)  # greedy: top-k and top-p change nothing
-    logits = logits.float() / temperature
+    work = (
+        logits.float() if temperature >= _FLOAT32_SAFE_TEMPERATURE else logits.double()
+    )
+    # softmax is unchanged by the shift; the largest logit stays 0 whatever T is
+    logits = (work - work.amax(dim=-1, keepdim=True)) / temperature  # (B, V)
     if top_k is not None:
-        logits = top_k_filter(logits, top_k)
+        logits = _top_k(logits, top_k)
     if top_p is not None:
-        logits = top_p_filter(logits, top_p)
+        logits = _top_p(logits, top_p)
     probs = logits.softmax(dim=-1)  # (B, V), zero where filtered out
     return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B, 1) -> (B,)
