@@ -12,6 +12,7 @@ import argparse
 import sys
 
 import torch
+from bare_decode import report
 from torch import nn
 
 from transformer_book.attention import (
@@ -22,11 +23,7 @@ from transformer_book.attention import (
 )
 from transformer_book.data import lookup_task
 from transformer_book.device import autocast, get_device, set_seed
-from transformer_book.speed import (
-    kv_cache_speed_up,
-    median_ms,
-    mha_forward_backward_ms,
-)
+from transformer_book.speed import median_ms, mha_forward_backward_ms
 from transformer_book.train import accuracy, train
 
 
@@ -140,11 +137,7 @@ def main() -> int:
         f"nn.MultiheadAttention, ratio {ours / theirs:.2f})"
     )
     new = 16 if args.quick else 512
-    cached, full = kv_cache_speed_up(new, device)
-    print(
-        f"GPT.generate, {new} new tokens: KV cache {cached:,.0f} tokens/s, without "
-        f"{full:,.0f} tokens/s ({cached / full:.1f}x)"
-    )
+    print("\n".join(report(device, new, repeats=2 if args.quick else 5)))
     print("gpu-check: all checks passed")
     return 0
 

@@ -119,3 +119,40 @@ def test_sampling_follows_the_filtered_distribution():
 def test_bad_arguments_are_named(call, error, match):
     with pytest.raises(error, match=match):
         call(torch.zeros(2, 5))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"temperature": math.nan}, ValueError, "temperature"),
+        ({"temperature": math.inf}, ValueError, "temperature"),
+        ({"temperature": True}, ValueError, "temperature"),
+        ({"temperature": 0, "top_k": 0}, ValueError, "top_k"),
+        ({"temperature": 0, "top_k": 2.5}, ValueError, "top_k"),
+        ({"temperature": 0, "top_p": 1.5}, ValueError, "top_p"),
+        ({"temperature": 0, "top_p": 0.0}, ValueError, "top_p"),
+        ({"generator": "seed"}, TypeError, "generator"),
+    ],
+)
+def test_sample_next_refuses_bad_arguments_whatever_the_temperature(
+    kwargs, error, match
+):
+    with pytest.raises(error, match=match):
+        sample_next(torch.zeros(2, 5), **kwargs)
+
+
+@pytest.mark.parametrize("temperature", [1e-40, 1e-300, 5e-324])
+def test_a_tiny_temperature_gives_the_arg_max(temperature):
+    logits = torch.randn(50, 100, generator=torch.Generator().manual_seed(0)) * 5
+    for dtype in (torch.float32, torch.float16, torch.float64):
+        draws = sample_next(
+            logits.to(dtype), temperature, top_k=20, top_p=0.9,
+            generator=torch.Generator().manual_seed(1),
+        )  # fmt: skip
+        assert torch.equal(draws, logits.to(dtype).argmax(dim=-1))
+
+
+def test_filtered_out_tokens_are_never_drawn_at_a_small_temperature():
+    logits = torch.tensor([[-math.inf, 1.0, 1.0 - 1e-6, -2.0]]).expand(200, 4)
+    draws = sample_next(logits, 1e-3, generator=torch.Generator().manual_seed(0))
+    assert set(draws.tolist()) <= {1, 2}

@@ -1,7 +1,10 @@
-"""Timing the package against PyTorch, and the KV cache (Chapter 7; ``make bench``).
+"""Timing the package against PyTorch, and decoding (Chapter 7; ``make bench``).
 
-Times are medians of several runs after a warm-up, with the GPU synchronised
-around each run. They are figures to print, never to assert: machines are noisy.
+Times are medians (or the best) of several runs after a warm-up, with the GPU
+synchronised around each run. They are figures to print, and to bound only
+loosely: machines are noisy.
+
+Shape letters: B batch, V vocabulary size.
 """
 
 from __future__ import annotations
@@ -14,13 +17,21 @@ from torch import nn
 
 from ._validate import check_int
 from .attention import MultiHeadAttention, causal_mask
+from .measure import _profiler_logs_hidden
 
 __all__ = [
     "median_ms",
     "mha_forward_backward_ms",
     "generation_tokens_per_s",
     "kv_cache_speed_up",
+    "bench_gpt",
+    "batch_tokens_per_s",
+    "decode_step_profile",
 ]
+
+# Names of the profiler's operators, by what they compute
+MATRIX_PRODUCTS = ("aten::linear", "aten::matmul", "aten::addmm", "aten::mm")
+ATTENTION = "scaled_dot_product"  # aten::scaled_dot_product_attention and kernels
 
 
 def median_ms(
@@ -83,34 +94,159 @@ def mha_forward_backward_ms(
 
 
 def generation_tokens_per_s(
-    model: nn.Module, prompt: torch.Tensor, new_tokens: int, use_cache: bool
+    model: nn.Module,
+    prompt: torch.Tensor,
+    new_tokens: int,
+    use_cache: bool,
+    repeats: int = 1,
 ) -> float:
-    """Tokens per second of ``model.generate`` (greedy), with or without the cache."""
+    """Tokens per second of ``model.generate`` (greedy), with or without the cache.
+
+    Counts B x ``new_tokens`` tokens for a prompt of B rows; the median of
+    ``repeats`` runs after a warm-up.
+    """
     new_tokens = check_int("new_tokens", new_tokens, minimum=1)
-    device = prompt.device
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
+        raise ValueError("prompt must be a (B, T) tensor of token ids")
     seconds = median_ms(
         lambda: model.generate(prompt, new_tokens, temperature=0, use_cache=use_cache),
-        repeats=1,
-        device=device,
+        repeats=repeats,
+        device=prompt.device,
     )
-    return new_tokens / (seconds / 1000)
+    return prompt.shape[0] * new_tokens / (seconds / 1000)
+
+
+def bench_gpt(max_len: int = 528, device: torch.device | str = "cpu") -> nn.Module:
+    """The untrained GPT that ``make bench`` and Chapter 7 time, in eval mode.
+
+    d_model 128, 4 heads, 2 layers, a vocabulary of 512; ``max_len`` positions.
+    Timing needs no training.
+    """
+    from .models import GPT, GPTConfig  # models import attention: no cycle here
+
+    max_len = check_int("max_len", max_len, minimum=2)
+    cfg = GPTConfig(vocab_size=512, max_len=max_len, d_model=128, n_layers=2)
+    return GPT(cfg).to(device).eval()
+
+
+def _prompt(model: nn.Module, batch: int, length: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(model.cfg.vocab_size, (batch, length), generator=gen)
+    return prompt.to(model.token.weight.device)  # (B, T)
 
 
 def kv_cache_speed_up(
     new_tokens: int = 512, device: torch.device | str = "cpu"
 ) -> tuple[float, float]:
-    """Tokens per second of an untrained GPT (d_model 128, 2 layers, a 16-token
-    prompt) generating ``new_tokens`` greedily, with and without the KV cache.
+    """Tokens per second of ``bench_gpt`` (a 16-token prompt) generating
+    ``new_tokens`` greedily, with and without the KV cache.
 
-    The figure ``make bench`` and ``make gpu-check`` print; timing needs no
-    training. Returns (with the cache, without).
+    The figure ``make bench`` and ``make gpu-check`` print. Returns (with the
+    cache, without).
     """
-    from .models import GPT, GPTConfig  # models import attention: no cycle here
-
     new_tokens = check_int("new_tokens", new_tokens, minimum=1)
-    cfg = GPTConfig(vocab_size=512, max_len=new_tokens + 16, d_model=128, n_layers=2)
-    model = GPT(cfg).to(device).eval()
-    prompt = torch.randint(0, cfg.vocab_size, (1, 16), device=device)
+    model = bench_gpt(new_tokens + 16, device)
+    prompt = _prompt(model, 1, 16)
     cached = generation_tokens_per_s(model, prompt, new_tokens, use_cache=True)
     full = generation_tokens_per_s(model, prompt, new_tokens, use_cache=False)
     return cached, full
+
+
+def batch_tokens_per_s(
+    model: nn.Module,
+    batches: tuple[int, ...] = (1, 8, 64),
+    new_tokens: int = 64,
+    prompt_len: int = 16,
+    repeats: int = 3,
+) -> dict[int, float]:
+    """Tokens per second of cached greedy decoding at each batch size in ``batches``.
+
+    Each batch decodes ``new_tokens`` tokens after random prompts of
+    ``prompt_len`` tokens; B x ``new_tokens`` tokens over the median time of
+    ``repeats`` runs. Returns {batch size: tokens/s}.
+    """
+    new_tokens = check_int("new_tokens", new_tokens, minimum=1)
+    prompt_len = check_int("prompt_len", prompt_len, minimum=1)
+    repeats = check_int("repeats", repeats, minimum=1)
+    if not isinstance(batches, tuple | list) or not batches:
+        raise ValueError(f"batches must be a non-empty tuple of sizes, got {batches!r}")
+    for b in batches:
+        check_int("batches", b, minimum=1)
+    _check_length(model, prompt_len + new_tokens)
+    return {
+        b: generation_tokens_per_s(
+            model, _prompt(model, b, prompt_len), new_tokens, True, repeats
+        )
+        for b in batches
+    }
+
+
+def decode_step_profile(
+    model: nn.Module, batch: int = 1, prompt_len: int = 16, steps: int = 20
+) -> dict[str, float]:
+    """Where the time of one cached decode step goes, from PyTorch's profiler.
+
+    After a prompt of ``prompt_len`` tokens, ``steps`` single-token steps (each at
+    the same position, overwriting it) run under ``torch.autograd.profiler``. Each
+    step's CPU time is split into the operators that multiply matrices (the
+    projections, the feed-forward network and the output layer: ``aten::linear``),
+    attention (``aten::scaled_dot_product_attention``), and everything else: the
+    other operators (norms, GELU, embedding, copies, views) and the Python and
+    dispatch time between operators. On a GPU these are the CPU's times, that is,
+    the time to launch the work. The profiler adds its own cost to every
+    operator, so the shares are indicative.
+
+    Returns the three shares, which add up to 1:
+    {"matrix products": ..., "attention": ..., "everything else": ...}.
+    """
+    from .models.kv_cache import Decoder, prepare_cache
+
+    batch = check_int("batch", batch, minimum=1)
+    prompt_len = check_int("prompt_len", prompt_len, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    _check_length(model, prompt_len + 1)
+    prompt = _prompt(model, batch, prompt_len)
+    token = prompt[:, -1:]  # (B, 1)
+    with torch.no_grad():
+        decoder = Decoder(model)
+        cache = prepare_cache(model, prompt, None, capacity=prompt_len + 1)
+        decoder.step(prompt, cache)
+
+        def step():
+            decoder.step(token, cache)
+            cache.length -= 1  # the next step writes the same position again
+
+        for _ in range(3):  # warm-up
+            step()
+        with _profiler_logs_hidden(), torch.autograd.profiler.profile() as prof:
+            for _ in range(steps):
+                with torch.autograd.profiler.record_function("decode step"):
+                    step()
+    return _shares(prof.function_events)
+
+
+def _shares(events) -> dict[str, float]:
+    """Shares of the "decode step" ranges' time taken by their top-level operators."""
+    times = {"matrix products": 0.0, "attention": 0.0, "everything else": 0.0}
+    total = 0.0
+    for event in events:
+        parent = event.cpu_parent
+        if event.name == "decode step":
+            total += event.cpu_time_total
+        elif parent is not None and parent.name == "decode step":
+            if event.name in MATRIX_PRODUCTS:
+                times["matrix products"] += event.cpu_time_total
+            elif ATTENTION in event.name:
+                times["attention"] += event.cpu_time_total
+    times["everything else"] = total - times["matrix products"] - times["attention"]
+    return {name: t / total for name, t in times.items()}
+
+
+def _check_length(model: nn.Module, length: int) -> None:
+    if not hasattr(model, "cfg") or not hasattr(model, "generate"):
+        raise TypeError(f"model must be a GPT, got {type(model).__name__}")
+    if length > model.cfg.max_len:
+        raise ValueError(
+            f"prompt_len and new_tokens need {length} positions, more than the "
+            f"model's max_len={model.cfg.max_len}"
+        )

@@ -29,7 +29,7 @@ from .._validate import check_int
 from ..attention import causal_mask
 from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
-from .kv_cache import KVCache, decode, prepare_cache
+from .kv_cache import Decoder, KVCache, prepare_cache
 from .sampling import check_sampling, choose_next
 
 __all__ = ["GPTConfig", "GPT", "KVCache", "gpt2_init_"]
@@ -119,7 +119,9 @@ class GPT(nn.Module):
                 f"than max_len={self.cfg.max_len}"
             )
         cache.reserve(past + idx.shape[1])
-        return decode(self, idx, cache), cache  # (B, T, V), L x 2 x (B,Hkv,P+T,Dh)
+        return Decoder(self).step(
+            idx, cache
+        ), cache  # (B, T, V), L x 2 x (B,Hkv,P+T,Dh)
 
     @torch.no_grad()
     def generate(
@@ -174,13 +176,14 @@ class GPT(nn.Module):
             return out
         if use_cache:  # room for every position that will be fed: T0 + n - 1
             cache = prepare_cache(self, idx, None, capacity=T0 + n - 1)
-            logits = decode(self, idx, cache)  # the prompt, once: (B, T0, V)
+            decoder = Decoder(self)
+            logits = decoder.step(idx, cache)  # the prompt, once: (B, T0, V)
         for t in range(T0, T0 + n):
             if not use_cache:
                 logits = self._logits(out[:, :t])  # (B, t, V): every position again
             out[:, t] = choose_next(logits[:, -1], *sample)  # (B, V) -> (B,)
             if use_cache and t + 1 < T0 + n:
-                logits = decode(self, out[:, t : t + 1], cache)  # (B, 1, V)
+                logits = decoder.step(out[:, t : t + 1], cache)  # (B, 1, V)
         return out
 
 

@@ -7,7 +7,7 @@ generation will need, and each step writes its keys and values into the next fre
 slot. Read as a list, it still looks like the cache of Chapter 6: L pairs
 (keys, values) of the positions stored so far, each (B, Hkv, P, Dh).
 
-``decode`` is the cached forward pass behind ``GPT.forward_cached`` and
+``Decoder.step`` is the cached forward pass behind ``GPT.forward_cached`` and
 ``GPT.generate``. It checks nothing: those two public methods check their
 arguments once per call, and the work per layer and per token runs unchecked,
 with PyTorch's functional operations and no module that does nothing in eval
@@ -34,7 +34,7 @@ class KVCache:
     """Keys and values of every layer in preallocated buffers of ``capacity`` positions.
 
     ``cache[i]`` is layer i's (keys, values), views of the ``length`` positions
-    written so far, each (B, Hkv, P, Dh); ``len(cache)`` is L. ``decode`` writes new
+    written so far, each (B, Hkv, P, Dh); ``len(cache)`` is L. ``Decoder.step`` writes new
     positions in place; past the capacity, the buffers are reallocated twice as
     large (an amortised O(1) copy per position).
 
@@ -109,73 +109,98 @@ class KVCache:
         )
 
 
-def decode(model: nn.Module, idx: Tensor, cache: KVCache) -> Tensor:
-    """Logits of ``idx``, the positions after the cache's, which it writes in place.
+class Decoder:
+    """A GPT's weights as plain tensors, read once per public call, and its step.
 
-    Unchecked: ``idx`` must be valid ids, the cache must fit the model and have
-    room for them (``cache.reserve``). Dropout applies only in training mode.
-
-    Shapes: idx (B, T), cache of P positions -> logits (B, T, V), cache of P + T
+    Reading a weight through modules (``block.self_attn.q_proj.weight``) costs a
+    few dictionary look-ups each time; a step of a small model at batch 1 reads
+    about forty, so ``GPT.forward_cached`` and ``GPT.generate`` collect them here
+    once, and ``step`` runs unchecked on them. Dropout applies only in training mode.
     """
-    T, P = idx.shape[1], cache.length
-    drop = model.cfg.dropout if model.training else 0.0
-    x = F.embedding(idx, model.token.weight) + model.position.weight[P : P + T]
-    if drop:
-        x = F.dropout(x, drop)
-    # T = 1: no mask. A prompt (P = 0): the causal kernel. Else: the block (T, P+T)
-    mask = None
-    if T > 1 and P > 0:  # new position i (absolute P + i) sees keys 0..P + i
-        mask = torch.ones(T, P + T, dtype=torch.bool, device=idx.device).tril(P)
-    for block, layer in zip(model.blocks, cache.layers, strict=True):
-        x = _layer(block, x, layer, P, mask, drop)
-    cache.length = P + T
-    norm = model.norm
-    x = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-    return F.linear(x, model.output.weight)  # (B, T, D) -> (B, T, V)
+
+    def __init__(self, model: nn.Module):
+        self.table, self.positions = model.token.weight, model.position.weight
+        self.norm = _norm(model.norm)
+        self.drop = model.cfg.dropout if model.training else 0.0
+        attn = model.blocks[0].self_attn
+        self.heads = (attn.n_heads, attn.n_kv_heads, attn.d_head)
+        self.layers = [
+            (
+                _norm(b.norm1),
+                _linear(b.self_attn.q_proj),
+                _linear(b.self_attn.k_proj),
+                _linear(b.self_attn.v_proj),
+                _linear(b.self_attn.out_proj),
+                _norm(b.norm2),
+                _linear(b.feed_forward.linear1),
+                _linear(b.feed_forward.linear2),
+            )
+            for b in model.blocks
+        ]
+
+    def step(self, idx: Tensor, cache: KVCache) -> Tensor:
+        """Logits of ``idx``, the positions after the cache's, which it writes in place.
+
+        Unchecked: ``idx`` must be valid ids, and the cache must fit the model and
+        have room for them (``KVCache.reserve``).
+
+        Shapes: idx (B, T), cache of P positions -> logits (B, T, V), cache of P + T
+        """
+        T, P, drop = idx.shape[1], cache.length, self.drop
+        x = F.embedding(idx, self.table) + self.positions[P : P + T]  # (B, T, D)
+        if drop:
+            x = F.dropout(x, drop)
+        # T = 1: no mask. A prompt (P = 0): the causal kernel. Else: a (T, P+T) block
+        mask = None
+        if T > 1 and P > 0:  # new position i (absolute P + i) sees keys 0..P + i
+            mask = torch.ones(T, P + T, dtype=torch.bool, device=idx.device).tril(P)
+        for weights, layer in zip(self.layers, cache.layers, strict=True):
+            x = self._layer(x, weights, layer, P, mask)
+        cache.length = P + T
+        x = F.layer_norm(x, *self.norm)
+        return F.linear(x, self.table)  # (B, T, D) -> (B, T, V), the tied table
+
+    def _layer(self, x: Tensor, weights, layer, P: int, mask: Tensor | None):
+        """One pre-norm block (``blocks.EncoderBlock``) on T new positions, cached.
+
+        Shapes: x (B, T, D), layer 2 x (B, Hkv, C, Dh) -> (B, T, D)
+        """
+        norm1, wq, wk, wv, wo, norm2, w1, w2 = weights
+        (H, n_kv, d_head), drop = self.heads, self.drop
+        B, T, D = x.shape
+        h = F.layer_norm(x, *norm1)
+        q = F.linear(h, *wq)  # (B, T, D)
+        keys, values = layer[0][:, :, : P + T], layer[1][:, :, : P + T]  # views
+        keys[:, :, P:] = F.linear(h, *wk).view(B, T, n_kv, d_head).transpose(1, 2)
+        values[:, :, P:] = F.linear(h, *wv).view(B, T, n_kv, d_head).transpose(1, 2)
+        if T == 1:  # a group of query heads shares a key/value head: read it once
+            q = q.view(B, n_kv, H // n_kv, d_head)  # (B,1,D) -> (B, Hkv, H/Hkv, Dh)
+            heads = F.scaled_dot_product_attention(q, keys, values, dropout_p=drop)
+            heads = heads.reshape(B, 1, D)  # (B, Hkv, H/Hkv, Dh) -> (B, 1, D)
+        else:
+            q = q.view(B, T, H, d_head).transpose(1, 2)  # (B,T,D) -> (B,H,T,Dh)
+            if H > n_kv:  # (B, Hkv, P+T, Dh) -> (B, H, P+T, Dh)
+                keys = keys.repeat_interleave(H // n_kv, dim=1)
+                values = values.repeat_interleave(H // n_kv, dim=1)
+            heads = F.scaled_dot_product_attention(
+                q, keys, values, mask, dropout_p=drop, is_causal=mask is None
+            )  # (B, H, T, Dh)
+            heads = heads.transpose(1, 2).reshape(B, T, D)  # -> (B, T, D)
+        out = F.linear(heads, *wo)
+        x = x + (F.dropout(out, drop) if drop else out)
+        hidden = F.gelu(F.linear(F.layer_norm(x, *norm2), *w1))  # (B, T, F)
+        if drop:
+            hidden = F.dropout(hidden, drop)
+        out = F.linear(hidden, *w2)  # (B, T, F) -> (B, T, D)
+        return x + (F.dropout(out, drop) if drop else out)
 
 
-def _layer(block, x: Tensor, layer, P: int, mask: Tensor | None, drop: float):
-    """One pre-norm block (``blocks.EncoderBlock``) on T new positions, cached.
+def _norm(norm: nn.LayerNorm) -> tuple:
+    return norm.normalized_shape, norm.weight, norm.bias, norm.eps
 
-    Shapes: x (B, T, D), layer 2 x (B, Hkv, C, Dh) -> (B, T, D)
-    """
-    attn, ff, norm1, norm2 = (
-        block.self_attn,
-        block.feed_forward,
-        block.norm1,
-        block.norm2,
-    )
-    B, T, D = x.shape
-    H, n_kv, d_head = attn.n_heads, attn.n_kv_heads, attn.d_head
-    h = F.layer_norm(x, norm1.normalized_shape, norm1.weight, norm1.bias, norm1.eps)
-    q = F.linear(h, attn.q_proj.weight, attn.q_proj.bias)  # (B, T, D)
-    k = F.linear(h, attn.k_proj.weight, attn.k_proj.bias)  # (B, T, Hkv * Dh)
-    v = F.linear(h, attn.v_proj.weight, attn.v_proj.bias)
-    keys, values = layer[0][:, :, : P + T], layer[1][:, :, : P + T]  # views
-    keys[:, :, P:] = k.view(B, T, n_kv, d_head).transpose(1, 2)  # in place
-    values[:, :, P:] = v.view(B, T, n_kv, d_head).transpose(1, 2)
-    p = attn.dropout if drop else 0.0
-    if T == 1:  # a group of query heads shares a key/value head: read it once
-        q = q.view(B, n_kv, H // n_kv, d_head)  # (B, 1, D) -> (B, Hkv, H/Hkv, Dh)
-        heads = F.scaled_dot_product_attention(q, keys, values, dropout_p=p)
-        heads = heads.reshape(B, 1, D)  # (B, Hkv, H/Hkv, Dh) -> (B, 1, D)
-    else:
-        q = q.view(B, T, H, d_head).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
-        if H > n_kv:  # (B, Hkv, P+T, Dh) -> (B, H, P+T, Dh)
-            keys = keys.repeat_interleave(H // n_kv, dim=1)
-            values = values.repeat_interleave(H // n_kv, dim=1)
-        heads = F.scaled_dot_product_attention(
-            q, keys, values, attn_mask=mask, dropout_p=p, is_causal=mask is None
-        )  # (B, H, T, Dh)
-        heads = heads.transpose(1, 2).reshape(B, T, D)  # -> (B, T, D)
-    out = F.linear(heads, attn.out_proj.weight, attn.out_proj.bias)
-    x = x + (F.dropout(out, drop) if drop else out)
-    h = F.layer_norm(x, norm2.normalized_shape, norm2.weight, norm2.bias, norm2.eps)
-    hidden = F.gelu(F.linear(h, ff.linear1.weight, ff.linear1.bias))  # (B, T, F)
-    if drop:
-        hidden = F.dropout(hidden, drop)
-    out = F.linear(hidden, ff.linear2.weight, ff.linear2.bias)  # (B, T, D)
-    return x + (F.dropout(out, drop) if drop else out)
+
+def _linear(linear: nn.Linear) -> tuple:
+    return linear.weight, linear.bias
 
 
 def prepare_cache(
@@ -183,8 +208,9 @@ def prepare_cache(
 ) -> KVCache:
     """The ``KVCache`` to decode ``idx`` into; ValueError/TypeError naming ``cache``.
 
-    None gives a new cache with room for ``idx`` (or ``capacity`` positions); a ``KVCache`` is checked and used
-    as it is; a list of L (keys, values) pairs is checked and copied.
+    None gives a new cache with room for ``idx`` (or ``capacity`` positions); a
+    ``KVCache`` is checked and used as it is; a list of L (keys, values) pairs is
+    checked and copied.
     """
     attn = model.blocks[0].self_attn
     L, B, T = len(model.blocks), idx.shape[0], idx.shape[1]
