@@ -78,20 +78,22 @@ class Event:
         self.name, self.cpu_time_total, self.cpu_parent = name, total, parent
 
 
-def test_shares_count_only_the_top_level_operators_of_each_step():
-    step = Event("decode step", 100.0)
-    linear = Event("aten::linear", 30.0, step)
-    events = [
-        step,
-        linear,
-        Event("aten::addmm", 25.0, linear),  # inside linear: not counted again
-        Event("aten::scaled_dot_product_attention", 10.0, step),
-        Event("aten::layer_norm", 5.0, step),
-        Event("aten::linear", 50.0),  # outside any step
-    ]
-    assert _shares(events) == pytest.approx(
-        {"matrix products": 0.3, "attention": 0.1, "everything else": 0.6}
-    )
+def test_shares_are_the_medians_over_steps_of_their_top_level_operators():
+    events = []
+    for matrix in (30.0, 20.0, 90.0):  # the third step was interrupted
+        step = Event("decode step", 100.0)
+        linear = Event("aten::linear", matrix, step)
+        events += [
+            step,
+            linear,
+            Event("aten::addmm", matrix - 5, linear),  # inside linear: not again
+            Event("aten::scaled_dot_product_attention", 10.0, step),
+            Event("aten::layer_norm", 5.0, step),
+        ]
+    events.append(Event("aten::linear", 50.0))  # outside any step
+    shares = _shares(events)
+    expected = {"matrix products": 0.3, "attention": 0.1, "everything else": 0.6}
+    assert shares == pytest.approx(expected)
 
 
 def test_kv_cache_speed_up_times_both_ways():

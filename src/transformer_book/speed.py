@@ -182,14 +182,17 @@ def batch_tokens_per_s(
 
 
 def decode_step_profile(
-    model: nn.Module, batch: int = 1, prompt_len: int = 16, steps: int = 20
+    model: nn.Module, batch: int = 1, prompt_len: int = 16, steps: int = 31
 ) -> dict[str, float]:
     """Where the time of one cached decode step goes, from PyTorch's profiler.
 
     After a prompt of ``prompt_len`` tokens, ``steps`` single-token steps (each at
-    the same position, overwriting it) run under ``torch.autograd.profiler``. Each
-    step's CPU time is split into the operators that multiply matrices (the
-    projections, the feed-forward network and the output layer: ``aten::linear``),
+    the same position, overwriting it) run under ``torch.autograd.profiler``; the
+    shares are the medians over the steps. It runs on one CPU thread (and restores
+    the thread count): with several, a busy machine makes each small operator wait
+    for its slowest thread. Each step's CPU time is split into the operators that
+    multiply matrices (the projections, the feed-forward network and the output
+    layer: ``aten::linear``),
     attention (``aten::scaled_dot_product_attention``), and everything else: the
     other operators (norms, GELU, embedding, copies, views) and the Python and
     dispatch time between operators. On a GPU these are the CPU's times, that is,
@@ -216,30 +219,49 @@ def decode_step_profile(
             decoder.step(token, cache)
             cache.length -= 1  # the next step writes the same position again
 
-        for _ in range(3):  # warm-up
-            step()
-        with _profiler_logs_hidden(), torch.autograd.profiler.profile() as prof:
-            for _ in range(steps):
-                with torch.autograd.profiler.record_function("decode step"):
-                    step()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for _ in range(3):  # warm-up
+                step()
+            with _profiler_logs_hidden(), torch.autograd.profiler.profile() as prof:
+                for _ in range(steps):
+                    with torch.autograd.profiler.record_function("decode step"):
+                        step()
+        finally:
+            torch.set_num_threads(threads)
     return _shares(prof.function_events)
 
 
 def _shares(events) -> dict[str, float]:
-    """Shares of the "decode step" ranges' time taken by their top-level operators."""
-    times = {"matrix products": 0.0, "attention": 0.0, "everything else": 0.0}
-    total = 0.0
+    """The median over the "decode step" ranges of each kind's share of the range.
+
+    A step's top-level operators are sorted by name; the rest of its time is
+    "everything else". The median over steps ignores a step that the operating
+    system interrupted; the three medians are scaled to add up to 1.
+    """
+    steps: dict[int, dict[str, float]] = {}
+    for event in events:
+        if event.name == "decode step":
+            steps.setdefault(id(event), {"matrix products": 0.0, "attention": 0.0})
+            steps[id(event)]["total"] = event.cpu_time_total
     for event in events:
         parent = event.cpu_parent
-        if event.name == "decode step":
-            total += event.cpu_time_total
-        elif parent is not None and parent.name == "decode step":
-            if event.name in MATRIX_PRODUCTS:
-                times["matrix products"] += event.cpu_time_total
-            elif ATTENTION in event.name:
-                times["attention"] += event.cpu_time_total
-    times["everything else"] = total - times["matrix products"] - times["attention"]
-    return {name: t / total for name, t in times.items()}
+        if parent is None or parent.name != "decode step":
+            continue
+        if event.name in MATRIX_PRODUCTS:
+            steps[id(parent)]["matrix products"] += event.cpu_time_total
+        elif ATTENTION in event.name:
+            steps[id(parent)]["attention"] += event.cpu_time_total
+    shares = {"matrix products": [], "attention": [], "everything else": []}
+    for times in steps.values():
+        total = times.pop("total")
+        times["everything else"] = total - sum(times.values())
+        for name, t in times.items():
+            shares[name].append(t / total)
+    medians = {name: sorted(v)[len(v) // 2] for name, v in shares.items()}
+    total = sum(medians.values())
+    return {name: m / total for name, m in medians.items()}
 
 
 def _check_length(model: nn.Module, length: int) -> None:

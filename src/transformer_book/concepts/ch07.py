@@ -63,20 +63,28 @@ CHECKS = {
     "7.4": (
         Question(
             prompt=(
-                "A GPT with d_model = 64, 4 query heads and 2 layers uses multi-query "
-                "attention (`n_kv_heads=1`). In float32, how many bytes does its KV "
-                "cache hold per token of one sequence?"
+                "A cached decode step of the chapter's small GPT at batch 1 spends "
+                "most of its time outside the matrix products. A server must answer "
+                "many users at once. What raises its tokens per second the most?"
             ),
-            options=("1024", "512", "256", "64"),
+            options=(
+                "More CPU threads for each step",
+                "A faster attention kernel",
+                "Decoding many users' sequences together, as one batch",
+                "A smaller KV cache, with multi-query attention",
+            ),
             answer=2,
             why=(
-                "1024 bytes is the multi-head cache, 2 × 2 layers × 4 heads × 16 × 4 "
-                "bytes: with one key/value head it is 4 times smaller.",
-                "512 bytes is grouped-query attention with 2 key/value heads.",
-                "Keys and values (2) × 2 layers × 1 key/value head × 16 numbers "
-                "(d_model / 4 query heads) × 4 bytes = 256.",
-                "That counts one layer's keys only: the cache keeps keys and values, "
-                "for every layer.",
+                "Threads split the work inside an operation; at batch 1 each operation "
+                "is tiny, and the time between operations does not shrink.",
+                "Attention is a small share of the step at batch 1; a faster kernel "
+                "leaves the rest as it is.",
+                "The fixed cost of a step (launching each operation, reading each "
+                "weight matrix) is paid once for the whole batch: the chapter measures "
+                "tokens per second growing from batch 1 to 8 to 64.",
+                "A smaller cache lets more sequences fit in memory, but by itself it "
+                "does not make a step at batch 1 faster: the step's time is not spent "
+                "reading the cache.",
             ),
         ),
     ),

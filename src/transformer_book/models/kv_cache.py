@@ -34,9 +34,9 @@ class KVCache:
     """Keys and values of every layer in preallocated buffers of ``capacity`` positions.
 
     ``cache[i]`` is layer i's (keys, values), views of the ``length`` positions
-    written so far, each (B, Hkv, P, Dh); ``len(cache)`` is L. ``Decoder.step`` writes new
-    positions in place; past the capacity, the buffers are reallocated twice as
-    large (an amortised O(1) copy per position).
+    written so far, each (B, Hkv, P, Dh); ``len(cache)`` is L. ``Decoder.step``
+    writes new positions in place; past the capacity, the buffers are reallocated
+    twice as large (an amortised O(1) copy per position).
 
     Shapes: buffer (L, 2, B, Hkv, C, Dh); cache[i] 2 x (B, Hkv, P, Dh)
     """
