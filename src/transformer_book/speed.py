@@ -182,7 +182,7 @@ def batch_tokens_per_s(
 
 
 def decode_step_profile(
-    model: nn.Module, batch: int = 1, prompt_len: int = 16, steps: int = 31
+    model: nn.Module, batch: int = 1, prompt_len: int = 16, steps: int = 25
 ) -> dict[str, float]:
     """Where the time of one cached decode step goes, from PyTorch's profiler.
 
