@@ -220,3 +220,30 @@ def test_generate_refuses_bad_arguments_by_name(kwargs, error, match):
     kwargs = {"max_new_tokens": 2, **kwargs}
     with pytest.raises(error, match=match):
         tiny().generate(ids(1, 2), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"n_layers": 0}, ValueError, "n_layers"),
+        ({"batch": True}, TypeError, "batch"),
+        ({"n_kv_heads": 1.5}, TypeError, "n_kv_heads"),
+        ({"d_head": -1}, ValueError, "d_head"),
+        ({"capacity": 0}, ValueError, "capacity"),
+        ({"dtype": torch.long}, TypeError, "dtype"),
+        ({"dtype": "float32"}, TypeError, "dtype"),
+        ({"device": 1.5}, TypeError, "device"),
+    ],
+)
+def test_a_cache_is_made_only_of_valid_sizes(kwargs, error, match):
+    sizes = {"n_layers": 2, "batch": 1, "n_kv_heads": 4, "d_head": 16, "capacity": 8}
+    with pytest.raises(error, match=match):
+        KVCache(**{**sizes, **kwargs})
+
+
+def test_reserve_refuses_a_bad_length():
+    cache = KVCache(2, 1, 4, 16, capacity=4)
+    with pytest.raises(ValueError, match="length"):
+        cache.reserve(0)
+    cache.reserve(3)
+    assert cache.capacity == 4 and len(cache) == 2 and cache[0][0].shape[2] == 0

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import autocast_enabled
+from .._validate import autocast_enabled, check_device, check_int
 
 __all__ = ["KVCache"]
 
@@ -51,13 +51,20 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ):
+        sizes = {"n_layers": n_layers, "batch": batch, "n_kv_heads": n_kv_heads}
+        sizes |= {"d_head": d_head, "capacity": capacity}
+        for name, value in sizes.items():
+            check_int(name, value, minimum=1)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        check_device("device", device)
         shape = (n_layers, 2, batch, n_kv_heads, capacity, d_head)
         self.buffer = torch.empty(shape, dtype=dtype, device=device)
         self.length = 0  # P: positions written
         self._views()
 
     @classmethod
-    def from_pairs(cls, pairs, capacity: int) -> KVCache:
+    def _from_pairs(cls, pairs, capacity: int) -> KVCache:
         """A cache holding a copy of L (keys, values) pairs, each (B, Hkv, P, Dh)."""
         keys = pairs[0][0]
         L, (B, n_kv, P, d_head) = len(pairs), keys.shape
@@ -83,6 +90,7 @@ class KVCache:
 
     def reserve(self, length: int) -> None:
         """Room for ``length`` positions: reallocate, at least doubling, if needed."""
+        check_int("length", length, minimum=1)
         if length <= self.capacity:
             return
         old = self.buffer
@@ -250,7 +258,7 @@ def prepare_cache(
                     f"{dims[0]}, P, {dims[1]}) with one P, here {first[2]}"
                 )
             _check_cache_tensor(t, dtype, device)
-    return KVCache.from_pairs(cache, capacity=first[2] + T)
+    return KVCache._from_pairs(cache, capacity=first[2] + T)
 
 
 def _check_cache_tensor(t: Tensor, dtype: torch.dtype, device: torch.device) -> None:
