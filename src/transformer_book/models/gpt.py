@@ -119,9 +119,8 @@ class GPT(nn.Module):
                 f"than max_len={self.cfg.max_len}"
             )
         cache.reserve(past + idx.shape[1])
-        return Decoder(self).step(
-            idx, cache
-        ), cache  # (B, T, V), L x 2 x (B,Hkv,P+T,Dh)
+        logits = Decoder(self).step(idx, cache)  # (B, T, V); the cache holds P + T
+        return logits, cache
 
     @torch.no_grad()
     def generate(
