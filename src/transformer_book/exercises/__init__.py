@@ -31,8 +31,13 @@ from .ch05_transformer import (
     check_decoder_masks,
     check_noam_lr,
 )
-from .ch06_variants import check_mask_tokens, check_top_p
-from .ch07_efficient import check_online_softmax_update, check_sliding_window_mask
+from .ch06_variants import check_mask_tokens, check_targets_answer, check_top_p
+from .ch07_efficient import (
+    check_kv_cache_answer,
+    check_online_softmax_update,
+    check_sliding_window_mask,
+    check_t_squared_answer,
+)
 from .ch08_decision import check_power_law_fit, check_returns_to_go
 from .ch08_vision import check_attention_rollout, check_patchify
 
@@ -55,8 +60,11 @@ __all__ = [
     "check_beam_search",
     "check_top_p",
     "check_mask_tokens",
+    "check_targets_answer",
     "check_online_softmax_update",
     "check_sliding_window_mask",
+    "check_kv_cache_answer",
+    "check_t_squared_answer",
     "check_patchify",
     "check_attention_rollout",
     "check_returns_to_go",
