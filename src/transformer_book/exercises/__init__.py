@@ -32,12 +32,13 @@ from .ch05_transformer import (
     check_noam_lr,
 )
 from .ch06_variants import check_mask_tokens, check_targets_answer, check_top_p
-from .ch07_efficient import (
+from .ch07_answers import (
     check_kv_cache_answer,
-    check_online_softmax_update,
-    check_sliding_window_mask,
+    check_kv_sharing_answer,
     check_t_squared_answer,
+    check_tiling_threshold_answer,
 )
+from .ch07_efficient import check_online_softmax_update, check_sliding_window_mask
 from .ch08_decision import check_power_law_fit, check_returns_to_go
 from .ch08_vision import check_attention_rollout, check_patchify
 
@@ -65,6 +66,8 @@ __all__ = [
     "check_sliding_window_mask",
     "check_kv_cache_answer",
     "check_t_squared_answer",
+    "check_kv_sharing_answer",
+    "check_tiling_threshold_answer",
     "check_patchify",
     "check_attention_rollout",
     "check_returns_to_go",

@@ -39,7 +39,9 @@ __all__ = [
     "expect_close",
     "expect_unchanged",
     "expect_values",
+    "as_number",
     "expect_number",
+    "expect_bool",
     "forbidden",
     "matches",
     "runs_original",
@@ -143,15 +145,11 @@ def expect_values(result, n: int, what: str, where: str = "") -> tuple:
     )
 
 
-def expect_number(
-    answer, expected: float, what: str, rel: float = 0.0, wrong=()
-) -> None:
-    """A numerical answer: ``expected`` within the relative tolerance ``rel``.
+def as_number(answer, what: str) -> float:
+    """``answer`` as a finite float: a Python, NumPy or one-element tensor number.
 
-    The stub's ``...`` (or ``None``) means "not attempted yet". ``wrong`` lists
-    ``(value, explanation)`` pairs, the classic mistakes: an answer within ``rel``
-    of one of them (and not of ``expected``) is told what went wrong. Any other
-    wrong answer is told only that it is wrong, and by what factor.
+    The stub's ``...`` (or ``None``) means "not attempted yet"; a bool, a string,
+    a list or NaN is reported by ``what``.
     """
     if answer is ... or answer is None:
         raise NotAttempted
@@ -162,11 +160,27 @@ def expect_number(
     answer = float(answer)
     if not math.isfinite(answer):
         raise AssertionError(f"{what} should be a finite number, got {answer}")
+    return answer
+
+
+def expect_number(
+    answer, expected: float, what: str, rel: float = 0.0, wrong=(), also=()
+) -> None:
+    """A numerical answer: ``expected`` within the relative tolerance ``rel``.
+
+    The stub's ``...`` (or ``None``) means "not attempted yet". ``also`` lists
+    other values accepted as right (a formula's rounded value beside the measured
+    one). ``wrong`` lists ``(value, explanation)`` pairs, the classic mistakes: an
+    answer within ``rel`` of one of them (and not of a right value) is told what
+    went wrong. Any other wrong answer is told only that it is wrong, and by what
+    factor.
+    """
+    answer = as_number(answer, what)
 
     def near(value: float) -> bool:
         return math.isclose(answer, value, rel_tol=rel, abs_tol=1e-12)
 
-    if near(expected):
+    if near(expected) or any(near(value) for value in also):
         return
     shown = f"{answer:,.0f}" if answer.is_integer() else f"{answer:.4g}"
     for value, why in wrong:
@@ -176,6 +190,23 @@ def expect_number(
     raise AssertionError(
         f"{what} is {shown}, not right ({ratio:.3g} times the right value)"
     )
+
+
+def expect_bool(answer, what: str) -> bool:
+    """A yes-or-no answer: True or False (NumPy's and a one-element tensor's too);
+    the stub's ``...`` (or ``None``) means "not attempted yet"."""
+    if answer is ... or answer is None:
+        raise NotAttempted
+    if isinstance(answer, Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    kind = type(answer)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        answer = bool(answer)  # NumPy's bool, without importing NumPy
+    if not isinstance(answer, bool):
+        raise AssertionError(
+            f"{what} should be True or False, got {type(answer).__name__}"
+        )
+    return answer
 
 
 def expect_unchanged(given, original, what: str) -> None:

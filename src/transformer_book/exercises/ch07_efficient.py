@@ -2,8 +2,8 @@
 
 ``check_online_softmax_update(fn)``: one step of FlashAttention's online softmax.
 ``check_sliding_window_mask(fn)``: a causal sliding-window mask.
-``check_kv_cache_answer(...)``, ``check_t_squared_answer(...)``: the numbers of
-Exercises 7.3 and 7.4, each classic mistake named.
+(The answers of Exercises 7.3-7.6, numbers and a table, are checked in
+``ch07_answers``.)
 
 Both exercises ask the reader to write the function, not to call the package's
 (``efficient.online_softmax_update``, ``efficient.sliding_window_mask``): while a
@@ -18,24 +18,17 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..efficient import attention_flops, sparse, tiled
+from ..efficient import sparse, tiled
 from ._checking import (
-    TODO_NUMBERS,
     call,
     checker,
-    expect_number,
     expect_shape,
     expect_unchanged,
     expect_values,
     forbidden,
 )
 
-__all__ = [
-    "check_online_softmax_update",
-    "check_sliding_window_mask",
-    "check_kv_cache_answer",
-    "check_t_squared_answer",
-]
+__all__ = ["check_online_softmax_update", "check_sliding_window_mask"]
 
 
 # -- Exercise: the online softmax update ------------------------------------------
@@ -334,112 +327,3 @@ def check_sliding_window_mask(fn: Callable) -> None:
                     "may attend), e.g. from a comparison"
                 )
             _diagnose_window(got, t, window)
-
-
-# -- Exercise: the cache of a large model (numbers) --------------------------------
-
-
-def _large_model_cache() -> dict[str, int]:
-    """Exercise 7.3's figures, from the package's ``kv_cache_bytes``."""
-    from ..experiments.efficiency import kv_cache_bytes
-    from ..models import GPTConfig
-
-    figures = {}
-    for label, n_kv in (("mha", 64), ("gqa", 8)):
-        cfg = GPTConfig(vocab_size=32000, max_len=4096, d_model=8192, n_heads=64,
-                        n_layers=80, n_kv_heads=n_kv)  # fmt: skip
-        per_token = kv_cache_bytes(cfg, 1, dtype_bytes=2)
-        figures[f"per_token_{label}"] = per_token
-        figures[f"sequences_{label}"] = 40 * 2**30 // (per_token * 4096)
-    return figures
-
-
-def _per_token_mistakes(right: int, heads: str) -> list[tuple[float, str]]:
-    query_heads = [(right * 8, "the cache holds the 8 key/value heads, not the 64 "
-                    "query heads")] if heads == "gqa" else []  # fmt: skip
-    return [
-        *query_heads,
-        (right / 2, "a cache holds a key AND a value per head and layer (the "
-         "factor 2), and a float16 number takes 2 bytes: one of the two is missing"),
-        (right / 4, "that counts numbers of keys only; a cache holds keys and "
-         "values, 2 bytes each in float16"),
-        (right * 2, "that is float32 (4 bytes a number); the cache is float16"),
-        (right * 8, "that is bits; the question asks for bytes"),
-        (right / 80, "that is one layer; every one of the 80 layers keeps its cache"),
-    ]  # fmt: skip
-
-
-def _sequence_mistakes(per_token: int) -> list[tuple[float, str]]:
-    per_sequence = per_token * 4096
-    return [
-        (40e9 / per_sequence, "a GiB is 2^30 bytes, not 10^9; and only whole "
-         "sequences fit"),
-        (40e9 // per_sequence, "a GiB is 2^30 bytes, not 10^9"),
-        (40 * 2**30 // (per_sequence // 2), "with half the bytes per token: "
-         "count both keys and values, 2 bytes each"),
-    ]  # fmt: skip
-
-
-@checker("kv_cache_answer", todo=TODO_NUMBERS)
-def check_kv_cache_answer(
-    per_token_mha, per_token_gqa, sequences_mha, sequences_gqa
-) -> None:
-    """Exercise 7.3: bytes per token of the cache with 64 and 8 key/value heads,
-    and whole sequences of 4,096 tokens in 40 GiB. Bytes within 0.1%
-    (2.5 MiB written as 2.5 * 2**20 is exact); sequences exactly."""
-    right = _large_model_cache()
-    expect_number(per_token_mha, right["per_token_mha"],
-                  "the bytes per token with multi-head attention", rel=1e-3,
-                  wrong=_per_token_mistakes(right["per_token_mha"], "mha"))  # fmt: skip
-    expect_number(per_token_gqa, right["per_token_gqa"],
-                  "the bytes per token with 8 key/value heads", rel=1e-3,
-                  wrong=_per_token_mistakes(right["per_token_gqa"], "gqa"))  # fmt: skip
-    expect_number(sequences_mha, right["sequences_mha"],
-                  "the sequences in 40 GiB with multi-head attention",
-                  wrong=_sequence_mistakes(right["per_token_mha"]))  # fmt: skip
-    expect_number(sequences_gqa, right["sequences_gqa"],
-                  "the sequences in 40 GiB with 8 key/value heads",
-                  wrong=_sequence_mistakes(right["per_token_gqa"]))  # fmt: skip
-
-
-# -- Exercise: when does T² dominate a whole layer? (numbers) -----------------------
-
-
-def _layer_share(t: int, d_model: int, feed_forward: int = 16) -> float:
-    """The T² products' share of a layer's FLOPs; ``feed_forward`` x T D² FLOPs."""
-    flops = attention_flops(t, d_model)
-    return flops["attention"] / (flops["total"] + feed_forward * t * d_model**2)
-
-
-@checker("t_squared_answer", todo=TODO_NUMBERS)
-def check_t_squared_answer(t_64, t_768, t_4096, share) -> None:
-    """Exercise 7.4: the length from which the T² products cost more than the rest
-    of the layer, for D = 64, 768 and 4,096 (within 0.1%), and their share of the
-    layer's FLOPs at T = 2048, D = 768, as a fraction (within 1%: 0.31 passes)."""
-    for answer, d in ((t_64, 64), (t_768, 768), (t_4096, 4096)):
-        # 4 T² D = 8 T D² + 16 T D² at T = 6 D: check the algebra on the counter.
-        assert _layer_share(6 * d, d) == 0.5
-        expect_number(answer, 6 * d, f"the crossover length for D = {d}", rel=1e-3,
-                      wrong=[
-                          (2 * d, "that is where the T² products overtake the "
-                           "projections alone; the feed-forward network's "
-                           "16 T D² FLOPs are part of the layer too"),
-                          (4 * d, "the feed-forward network counted as 8 T D²: "
-                           "each multiply-add is 2 FLOPs, so its two products "
-                           "cost 2 · 2 · T · D · 4D = 16 T D²"),
-                          (3 * d, "the T² products cost 4 T² D (scores and "
-                           "weighted sum, 2 FLOPs per multiply-add each)"),
-                      ])  # fmt: skip
-    right = _layer_share(2048, 768)
-    expect_number(share, right, "the share at T = 2048, D = 768", rel=0.01,
-                  wrong=[
-                      (right * 100, "a share is a fraction of 1 (0.31), not a "
-                       "percentage"),
-                      (_layer_share(2048, 768, feed_forward=0), "without the "
-                       "feed-forward network's 16 T D² FLOPs"),
-                      (_layer_share(2048, 768, feed_forward=8), "the "
-                       "feed-forward network counted as 8 T D² instead of 16"),
-                      (4 * 2048 / (24 * 768), "that divides by the rest of the "
-                       "layer; a share divides by the whole layer, T² part "
-                       "included"),
-                  ])  # fmt: skip
