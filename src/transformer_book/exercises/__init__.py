@@ -20,6 +20,7 @@ from .ch03_multi_head import (
     check_previous_token_score,
     check_split_heads,
 )
+from .ch04_answers import check_lag2_answer, check_rope_symmetry
 from .ch04_positional import (
     check_alibi_slopes,
     check_rope,
@@ -31,7 +32,13 @@ from .ch05_transformer import (
     check_decoder_masks,
     check_noam_lr,
 )
-from .ch06_variants import check_mask_tokens, check_targets_answer, check_top_p
+from .ch06_answers import (
+    check_bert_cache_answer,
+    check_finetune_answer,
+    check_targets_answer,
+    check_vocabulary_answer,
+)
+from .ch06_variants import check_mask_tokens, check_top_p
 from .ch07_answers import (
     check_kv_cache_answer,
     check_kv_sharing_answer,
@@ -39,6 +46,7 @@ from .ch07_answers import (
     check_tiling_threshold_answer,
 )
 from .ch07_efficient import check_online_softmax_update, check_sliding_window_mask
+from .ch08_answers import check_gpt2_convert, check_head_drift
 from .ch08_decision import check_power_law_fit, check_returns_to_go
 from .ch08_vision import check_attention_rollout, check_patchify
 
@@ -55,6 +63,8 @@ __all__ = [
     "check_alibi_slopes",
     "check_rope",
     "check_sinusoidal_table",
+    "check_rope_symmetry",
+    "check_lag2_answer",
     "check_noam_lr",
     "check_decoder_masks",
     "check_decoder_block_forward",
@@ -62,6 +72,9 @@ __all__ = [
     "check_top_p",
     "check_mask_tokens",
     "check_targets_answer",
+    "check_bert_cache_answer",
+    "check_vocabulary_answer",
+    "check_finetune_answer",
     "check_online_softmax_update",
     "check_sliding_window_mask",
     "check_kv_cache_answer",
@@ -72,4 +85,6 @@ __all__ = [
     "check_attention_rollout",
     "check_returns_to_go",
     "check_power_law_fit",
+    "check_gpt2_convert",
+    "check_head_drift",
 ]

@@ -2,7 +2,7 @@
 
 ``check_top_p(fn)``: nucleus filtering of a batch of distributions.
 ``check_mask_tokens(fn)``: BERT's 15% choice and 80/10/10 corruption.
-``check_targets_answer(...)``: Exercise 6.3's counts, each classic mistake named.
+(Exercises 6.3-6.6, answered with numbers and conclusions: ``ch06_answers``.)
 
 Both exercises ask the reader to write the function, not to call the package's
 (``models.top_p_filter``, ``models.mask_tokens``): while a check runs, those raise.
@@ -17,19 +17,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..models import bert, sampling, t5
+from ..models import bert, sampling
 from ..models.sampling import top_p_filter
-from ._checking import (
-    TODO_NUMBERS,
-    call,
-    checker,
-    expect_number,
-    expect_shape,
-    expect_values,
-    forbidden,
-)
+from ._checking import call, checker, expect_shape, expect_values, forbidden
 
-__all__ = ["check_top_p", "check_mask_tokens", "check_targets_answer"]
+__all__ = ["check_top_p", "check_mask_tokens"]
 
 
 # -- Exercise: top-p (nucleus) filtering ------------------------------------------
@@ -440,52 +432,3 @@ def check_mask_tokens(fn: Callable) -> None:
             chosen = _check_choice(case, ids, inputs, labels, special)
             _check_fates(case, ids, inputs, chosen)
         _check_generator(fn, _MASK_CASES[0])
-
-
-# -- Exercise: counting targets (numbers) ------------------------------------------
-
-_WINDOWS, _WINDOW = 12, 64  # Exercise 6.3's batch: 12 windows of 64 tokens
-
-
-def _target_counts() -> dict[str, float]:
-    """Exercise 6.3's counts; T5's from the package's own ``span_corrupt``."""
-    ids = torch.zeros(_WINDOW, dtype=torch.long)
-    generator = torch.Generator().manual_seed(0)
-    _, targets = t5.span_corrupt(ids, sentinel_ids=range(1, 40), generator=generator)
-    per_window_t5 = targets.shape[-1] + 1  # the spans, their sentinels, the end token
-    return {
-        "gpt": _WINDOWS * (_WINDOW - 1),
-        "bert": 0.15 * _WINDOWS * _WINDOW,
-        "t5": _WINDOWS * per_window_t5,
-        "t5_spans": _WINDOWS * (per_window_t5 - 1),
-    }
-
-
-@checker("targets_answer", todo=TODO_NUMBERS)
-def check_targets_answer(gpt, bert, t5, factor) -> None:
-    """Exercise 6.3: the training targets that 12 windows of 64 tokens give GPT,
-    BERT and T5, and how many times BERT's steps GPT's targets take. GPT's and
-    T5's exactly; BERT's expected count (115.2) within 1%, so 115 and 116 pass;
-    the factor within 2% (6.5 and 6.6 pass)."""
-    right = _target_counts()
-    expect_number(gpt, right["gpt"], "GPT's targets", wrong=[
-        (_WINDOWS * _WINDOW, "a window of 64 tokens gives 63 (input, next token) "
-         "pairs: its last token has no next one inside the window"),
-    ])  # fmt: skip
-    expect_number(bert, right["bert"], "BERT's targets", rel=0.01, wrong=[
-        (0.15 * right["gpt"], "BERT reads all 64 tokens of each window and may "
-         "choose any of them: 15% of 12 x 64"),
-        (0.8 * right["bert"], "every chosen token is a target, also the 20% kept "
-         "or replaced by a random token, not only those shown as [MASK]"),
-    ])  # fmt: skip
-    expect_number(t5, right["t5"], "T5's targets", wrong=[
-        (_WINDOWS * 10, "the decoder also writes a sentinel before each of the 3 "
-         "spans, and the end token"),
-        (right["t5_spans"], "the decoder also writes the end token, one per window"),
-    ])  # fmt: skip
-    expect_number(factor, right["gpt"] / right["bert"],
-                  "the factor of BERT's training", rel=0.02, wrong=[
-        (right["gpt"] / right["t5"], "that is GPT's targets over T5's; the question "
-         "asks for GPT's over BERT's"),
-        (right["bert"] / right["gpt"], "upside down: GPT's targets over BERT's"),
-    ])  # fmt: skip
