@@ -483,3 +483,38 @@ def test_head_drift_wrong(drift, weight, norm, words, rerun):
 def test_head_drift_stub(capsys, rerun):
     not_attempted(check_head_drift, ..., ..., ..., capsys=capsys)
     not_attempted(check_head_drift, RERUN["drift"].tolist(), ..., ..., capsys=capsys)
+
+
+# -- The experiments' checks accept real runs with other random seeds ----------------
+
+
+@pytest.mark.seeds
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lag2_check_accepts_real_runs(seed, capsys):
+    from transformer_book.experiments.extrapolation import (
+        ExtrapolationConfig,
+        run_extrapolation,
+    )
+
+    cfg = ExtrapolationConfig(n_layers=1, lag=2)
+    result = run_extrapolation(seed=seed, schemes=("alibi", "rope"), cfg=cfg)
+    accuracy = result.accuracy
+    assert accuracy["alibi"][0] < 0.9 <= accuracy["rope"][0], accuracy
+    passes(check_lag2_answer, accuracy, False, True, capsys=capsys)
+
+
+@pytest.mark.seeds
+def test_kv_sharing_check_accepts_real_runs(capsys):
+    from transformer_book.exercises import check_kv_sharing_answer
+    from transformer_book.experiments.efficiency import run_kv_sharing
+
+    table = {seed: run_kv_sharing(seed, kv_heads=(4, 2, 1)) for seed in range(4)}
+    rows = {s: {n: r["ppl"] for n, r in runs.items()} for s, runs in table.items()}
+    between = all(min(r[4], r[1]) <= r[2] <= max(r[4], r[1]) for r in rows.values())
+    spread = max(
+        max(r[n] for r in rows.values()) - min(r[n] for r in rows.values())
+        for n in (4, 2, 1)
+    )
+    means = [sum(r[n] for r in rows.values()) / 4 for n in (4, 2, 1)]
+    wins = spread > max(means) - min(means)
+    passes(check_kv_sharing_answer, table, between, wins, capsys=capsys)

@@ -1,8 +1,10 @@
-"""Checkers for the coding exercises, one submodule per chapter.
+"""Checkers for the exercises, one submodule per chapter.
 
-Every checker takes the reader's function, prints "not attempted yet" while it
-still raises ``NotImplementedError``, raises ``AssertionError`` naming what is
-wrong, and prints one line on success (returning True).
+A checker of a coding exercise takes the reader's function; a checker of an
+answer (``chNN_answers``) takes numbers, a function of t or a measured table
+and the conclusions drawn from it. Every checker prints "not attempted yet"
+while the stub still raises ``NotImplementedError`` or holds ``...``, raises
+``AssertionError`` naming what is wrong, and prints one line on success.
 """
 
 from .ch01_rnn import (

@@ -16,6 +16,10 @@ not mistaken for another error. "Do not use X" is enforced with :func:`forbidden
 X refuses to run while the check does, and a function that is X under another
 name (``fn = package.X``, a lambda, ``functools.partial`` or ``functools.wraps``
 around it) is refused before it runs (:func:`runs_original`).
+
+An answer that is a number goes through :func:`expect_number` (the right value
+within a stated tolerance; each classic mistake named), a yes-or-no answer
+through :func:`expect_bool`; their stub is ``...``.
 """
 
 from __future__ import annotations
