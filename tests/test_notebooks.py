@@ -159,8 +159,19 @@ def test_every_cited_key_is_in_the_bibliography():
                 assert key.strip() in keys, f"{path.name} cites unknown {key}"
 
 
+# A stub cell: the reader's function still raising NotImplementedError, or answers
+# still `...` (`name = ...`), and a last line calling the exercise's checker.
+_STUB = re.compile(r"raise NotImplementedError|^\w+ = \.\.\.", re.M)
+_CHECK_CALL = re.compile(r"^(check_\w+)\((.*)\)\s*\Z", re.M | re.S)
+
+
+def is_stub(source: str) -> bool:
+    return bool(_STUB.search(source))
+
+
 def exercise_pairs(path: Path):
-    """(solution code, checker name, function name) for every checked exercise."""
+    """(solution code, stub cell, checker name, check call) for every checked
+    exercise: the call is the stub cell's last statement, ``check_…(…)``."""
     nb = load(path)
     pairs = []
     last_solution = None
@@ -171,20 +182,35 @@ def exercise_pairs(path: Path):
         ):
             blocks = re.findall(r"```python\n(.*?)```", cell.source, re.S)
             last_solution = blocks[-1] if blocks else None
-        elif cell.cell_type == "code" and "raise NotImplementedError" in cell.source:
-            call = re.search(r"^(check_\w+)\((\w+)\)\s*$", cell.source.strip(), re.M)
+        elif cell.cell_type == "code" and is_stub(cell.source):
+            last = cell.source.strip().split("\n\n")[-1].splitlines()
+            call = _CHECK_CALL.search("\n".join(x for x in last if "..." not in x))
             assert call, (
                 f"a stub without a checker call in {path.name}: {cell.source[:80]}"
             )
             assert last_solution, (
                 f"no solution code before {call.group(0)} in {path.name}"
             )
-            pairs.append((last_solution, call.group(1), call.group(2)))
+            pairs.append((last_solution, cell.source, call.group(1), call.group(0)))
             last_solution = None
     return pairs
 
 
 ALL_PAIRS = [(p, *pair) for p in NOTEBOOKS for pair in exercise_pairs(p)]
+PAIR_IDS = [f"{p.stem}-{c}" for p, _, _, c, _ in ALL_PAIRS]
+
+
+def checkers() -> dict:
+    """The namespace a chapter gives its stub cells: every exported checker."""
+    return {name: getattr(exercises, name) for name in exercises.__all__}
+
+
+def test_exercise_pairs_reads_both_kinds_of_stub():
+    assert is_stub("def f(x):\n    raise NotImplementedError\n\n\ncheck_f(f)")
+    assert is_stub("a = ...  # bytes\nb = ...\ncheck_ab(a, b)")
+    assert not is_stub("a = 3\ncheck_ab(a, ...)")
+    call = _CHECK_CALL.search("check_ab(a, b)")
+    assert call and call.group(1) == "check_ab"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -193,31 +219,28 @@ def test_at_least_two_coding_exercises_are_checked(path):
 
 
 @pytest.mark.parametrize(
-    ("path", "solution", "check_name", "fn_name"),
-    ALL_PAIRS,
-    ids=[f"{p.stem}-{c}" for p, _, c, _ in ALL_PAIRS],
+    ("path", "solution", "stub", "check_name", "check_call"), ALL_PAIRS, ids=PAIR_IDS
 )
 def test_published_solution_passes_its_checker(
-    path, solution, check_name, fn_name, capsys
+    path, solution, stub, check_name, check_call, capsys
 ):
+    """The solution, pasted into the stub cell in place of the stub, with nothing
+    else imported, passes the cell's own check call."""
+    assert check_name in exercises.__all__, f"{check_name} is not exported"
     namespace: dict = {}
     exec(compile(solution, f"<solution {check_name}>", "exec"), namespace)
-    assert fn_name in namespace, f"the solution does not define {fn_name}"
-    check = getattr(exercises, check_name)
-    assert check(namespace[fn_name]) is None
+    namespace[check_name] = getattr(exercises, check_name)
+    exec(compile(check_call, f"<check {check_name}>", "exec"), namespace)
     assert "all checks passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
-    ("path", "solution", "check_name", "fn_name"),
-    ALL_PAIRS,
-    ids=[f"{p.stem}-{c}" for p, _, c, _ in ALL_PAIRS],
+    ("path", "solution", "stub", "check_name", "check_call"), ALL_PAIRS, ids=PAIR_IDS
 )
-def test_stub_reports_not_attempted(path, solution, check_name, fn_name, capsys):
-    def stub(*args, **kwargs):
-        raise NotImplementedError
-
-    assert getattr(exercises, check_name)(stub) is None
+def test_stub_reports_not_attempted(
+    path, solution, stub, check_name, check_call, capsys
+):
+    exec(compile(stub, f"<stub {check_name}>", "exec"), checkers())
     assert "not attempted yet" in capsys.readouterr().out
 
 
@@ -266,7 +289,7 @@ def solutions_with_context(path: Path):
     found = []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            if "raise NotImplementedError" not in cell.source:  # a stub is replaced
+            if not is_stub(cell.source):  # a stub is replaced
                 defined |= _bound_names(_python_of(cell.source))
             continue
         # the exercise a solution answers: the last heading above it

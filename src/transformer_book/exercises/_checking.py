@@ -16,6 +16,10 @@ not mistaken for another error. "Do not use X" is enforced with :func:`forbidden
 X refuses to run while the check does, and a function that is X under another
 name (``fn = package.X``, a lambda, ``functools.partial`` or ``functools.wraps``
 around it) is refused before it runs (:func:`runs_original`).
+
+An answer that is a number goes through :func:`expect_number` (the right value
+within a stated tolerance; each classic mistake named), a yes-or-no answer
+through :func:`expect_bool`; their stub is ``...``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import dis
 import functools
+import math
+import numbers
 import sys
 from collections.abc import Callable, Iterator
 
@@ -31,11 +37,15 @@ from torch import Tensor
 
 __all__ = [
     "checker",
+    "TODO_NUMBERS",
     "call",
     "expect_shape",
     "expect_close",
     "expect_unchanged",
     "expect_values",
+    "as_number",
+    "expect_number",
+    "expect_bool",
     "forbidden",
     "matches",
     "runs_original",
@@ -62,20 +72,22 @@ def call(fn: Callable, *args, **kwargs):
         ) from err
 
 
-def checker(name: str) -> Callable:
-    """Decorate ``check(fn)``: run it and print the verdict (it raises on failure)."""
+TODO_CODE = "Replace `raise NotImplementedError` with your code"
+TODO_NUMBERS = "Replace each `...` with your number"
+
+
+def checker(name: str, todo: str = TODO_CODE) -> Callable:
+    """Decorate ``check(fn)`` or ``check(*answers)``: run it and print the verdict
+    (it raises on failure); ``todo`` is what "not attempted yet" asks for."""
 
     def decorate(check: Callable[[Callable], None]) -> Callable[[Callable], None]:
         @functools.wraps(check)
-        def run(fn: Callable) -> None:
+        def run(*answers, **named) -> None:
             # Returns None, so that a notebook cell shows only the printed verdict.
             try:
-                check(fn)
+                check(*answers, **named)
             except NotAttempted:
-                print(
-                    f"{name}: not attempted yet. Replace `raise NotImplementedError` "
-                    "with your code and run the cell again."
-                )
+                print(f"{name}: not attempted yet. {todo} and run the cell again.")
                 return
             print(f"{name}: all checks passed.")
 
@@ -135,6 +147,70 @@ def expect_values(result, n: int, what: str, where: str = "") -> tuple:
     raise AssertionError(
         f"{prefix}return {what}, in order (a tuple or a list); got {got}"
     )
+
+
+def as_number(answer, what: str) -> float:
+    """``answer`` as a finite float: a Python, NumPy or one-element tensor number.
+
+    The stub's ``...`` (or ``None``) means "not attempted yet"; a bool, a string,
+    a list or NaN is reported by ``what``.
+    """
+    if answer is ... or answer is None:
+        raise NotAttempted
+    if isinstance(answer, Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        raise AssertionError(f"{what} should be a number, got {type(answer).__name__}")
+    answer = float(answer)
+    if not math.isfinite(answer):
+        raise AssertionError(f"{what} should be a finite number, got {answer}")
+    return answer
+
+
+def expect_number(
+    answer, expected: float, what: str, rel: float = 0.0, wrong=(), also=()
+) -> None:
+    """A numerical answer: ``expected`` within the relative tolerance ``rel``.
+
+    The stub's ``...`` (or ``None``) means "not attempted yet". ``also`` lists
+    other values accepted as right (a formula's rounded value beside the measured
+    one). ``wrong`` lists ``(value, explanation)`` pairs, the classic mistakes: an
+    answer within ``rel`` of one of them (and not of a right value) is told what
+    went wrong. Any other wrong answer is told only that it is wrong, and by what
+    factor.
+    """
+    answer = as_number(answer, what)
+
+    def near(value: float) -> bool:
+        return math.isclose(answer, value, rel_tol=rel, abs_tol=1e-12)
+
+    if near(expected) or any(near(value) for value in also):
+        return
+    shown = f"{answer:,.0f}" if answer.is_integer() else f"{answer:.4g}"
+    for value, why in wrong:
+        if near(value):
+            raise AssertionError(f"{what} is {shown}, not right: {why}")
+    ratio = answer / expected if expected else math.inf
+    raise AssertionError(
+        f"{what} is {shown}, not right ({ratio:.3g} times the right value)"
+    )
+
+
+def expect_bool(answer, what: str) -> bool:
+    """A yes-or-no answer: True or False (NumPy's and a one-element tensor's too);
+    the stub's ``...`` (or ``None``) means "not attempted yet"."""
+    if answer is ... or answer is None:
+        raise NotAttempted
+    if isinstance(answer, Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    kind = type(answer)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        answer = bool(answer)  # NumPy's bool, without importing NumPy
+    if not isinstance(answer, bool):
+        raise AssertionError(
+            f"{what} should be True or False, got {type(answer).__name__}"
+        )
+    return answer
 
 
 def expect_unchanged(given, original, what: str) -> None:

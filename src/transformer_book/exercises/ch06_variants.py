@@ -2,6 +2,7 @@
 
 ``check_top_p(fn)``: nucleus filtering of a batch of distributions.
 ``check_mask_tokens(fn)``: BERT's 15% choice and 80/10/10 corruption.
+(Exercises 6.3-6.6, answered with numbers and conclusions: ``ch06_answers``.)
 
 Both exercises ask the reader to write the function, not to call the package's
 (``models.top_p_filter``, ``models.mask_tokens``): while a check runs, those raise.

@@ -2,6 +2,8 @@
 
 ``check_online_softmax_update(fn)``: one step of FlashAttention's online softmax.
 ``check_sliding_window_mask(fn)``: a causal sliding-window mask.
+(The answers of Exercises 7.3-7.6, numbers and a table, are checked in
+``ch07_answers``.)
 
 Both exercises ask the reader to write the function, not to call the package's
 (``efficient.online_softmax_update``, ``efficient.sliding_window_mask``): while a

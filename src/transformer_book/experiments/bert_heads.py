@@ -45,6 +45,7 @@ __all__ = [
     "offset_baseline",
     "ablated",
     "value_norm_shares",
+    "corpus_texts",
 ]
 
 # The grammar: DET ADJ* NOUN (ADV) VERB DET ADJ* NOUN (PREP (DET) NOUN) "."
@@ -389,22 +390,33 @@ def _as_sets(pairs: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
     return sets
 
 
+def _corpus(tokenizer, rng: random.Random) -> list[str]:
+    """N_CORPUS training sentences of at most MAX_CORPUS_TOKENS tokens."""
+    from ..corpus import sentences
+
+    short = [
+        s
+        for s in sentences("train")
+        if len(tokenizer.encode(s).ids) <= MAX_CORPUS_TOKENS
+    ]
+    return rng.sample(short, N_CORPUS)
+
+
+def corpus_texts(tokenizer, seed: int = 0) -> list[str]:
+    """The corpus sentences of ``run_heads(model, tokenizer, seed)``."""
+    return _corpus(tokenizer, random.Random(seed))
+
+
 def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> HeadsStudy:
     """The study: scores, chosen heads, norms and ablations, for one ``seed``.
 
     ``seed`` draws the corpus sentences, the grammar's two samples (choose on
     one, test on the other) and the random heads of the control ablations.
     """
-    from ..corpus import sentences
     from ..pretrained import sentence_embeddings, tokenize
 
     rng = random.Random(seed)
-    short = [
-        s
-        for s in sentences("train")
-        if len(tokenizer.encode(s).ids) <= MAX_CORPUS_TOKENS
-    ]
-    texts = rng.sample(short, N_CORPUS)
+    texts = _corpus(tokenizer, rng)
     ids, real = tokenize(tokenizer, texts)
     marks = [tokenizer.token_to_id(c) for c in ".,;:"]
     punctuation = torch.isin(ids, torch.tensor(marks))

@@ -40,6 +40,7 @@ __all__ = [
     "POOLED_MARGIN",
     "TUNED_MARGIN",
     "heldout_perplexity",
+    "unigram_perplexity",
     "pooled_topic_accuracy",
     "finetune_topic",
     "prose_windows",
@@ -112,9 +113,19 @@ def heldout_perplexity(model: GPT, tok: BPETokenizer) -> tuple[float, float]:
     model.eval()
     logits = model(held[:, :-1].to(device)).float().cpu()  # (N, T - 1, V)
     nll = _loss(logits, held[:, 1:]).item()
+    return math.exp(nll), unigram_perplexity(tok, held)
+
+
+def unigram_perplexity(tok: BPETokenizer, held: Tensor | None = None) -> float:
+    """The unigram model's perplexity on the held-out prose (as
+    :func:`heldout_perplexity` predicts it): the training text's add-one token
+    frequencies. ``held``: the held-out windows, if already encoded."""
+    if held is None:
+        held = blocks(
+            encode_stream(tok, [p for _, p in paragraphs("heldout")]), BLOCK_LEN
+        )
     counts = torch.bincount(train_stream(), minlength=tok.vocab_size).double() + 1
-    unigram_nll = -(counts / counts.sum()).log()[held[:, 1:]].mean().item()
-    return math.exp(nll), math.exp(unigram_nll)
+    return math.exp(-(counts / counts.sum()).log()[held[:, 1:]].mean().item())
 
 
 def finetune_topic(
