@@ -1,4 +1,4 @@
-"""Colab's package set: read it, and refresh tests/colab/requirements.txt from it.
+"""Colab's package set and Python: read the set, refresh tests/colab/requirements.txt.
 
 `make colab` builds its environment from tests/colab/requirements.txt, the versions of
 Google Colab's published `pip freeze` (github.com/googlecolab/backend-info,
@@ -12,7 +12,10 @@ which rewrites the version of every package listed there, strips local version t
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +47,32 @@ def read_freeze(text: str) -> dict[str, str]:
         if match:
             versions[normalise(match[1])] = match[2]
     return versions
+
+
+def find_python(version: str) -> Path | None:
+    """A Python of that version ("3.13"): `python3.13` on PATH, else under pyenv.
+
+    pyenv keeps its versions in $PYENV_ROOT/versions (~/.pyenv by default), and its
+    shim on PATH fails where a version is installed but not selected; so each
+    candidate is asked its version. None where there is none.
+    """
+    candidates = [shutil.which(f"python{version}")]
+    for root in filter(None, [os.environ.get("PYENV_ROOT"), Path.home() / ".pyenv"]):
+        releases = {  # 3.13.1, not 3.13.1t (free-threaded) or 3.13-dev
+            tuple(map(int, p.parents[1].name.split("."))): p
+            for p in Path(root).glob(f"versions/{version}.*/bin/python{version}")
+            if re.fullmatch(r"\d+\.\d+\.\d+", p.parents[1].name)
+        }
+        candidates += [releases[key] for key in sorted(releases, reverse=True)]
+    for candidate in filter(None, candidates):
+        answer = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if answer.returncode == 0 and answer.stdout.strip() == version:
+            return Path(candidate)
+    return None
 
 
 def refresh(pins: str, freeze: str) -> tuple[str, list[str]]:

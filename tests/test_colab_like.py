@@ -40,7 +40,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from colab_pins import normalise, read_freeze  # noqa: E402
+from colab_pins import find_python, normalise, read_freeze  # noqa: E402
 from toc_notebooks import toc_notebooks  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -59,36 +59,19 @@ NUMERICS = (
 )
 
 
-def find_python(version: str = COLAB_PYTHON) -> Path:
-    """A Python of that version: `python3.13` on PATH, else one under pyenv.
-
-    pyenv keeps its versions in $PYENV_ROOT/versions (~/.pyenv by default), and its
-    shim on PATH fails where 3.13 is installed but not selected; so each candidate is
-    asked its version. Fails, never skips: the stage is Colab only on Colab's Python.
-    """
-    candidates = [shutil.which(f"python{version}")]
-    for root in filter(None, [os.environ.get("PYENV_ROOT"), Path.home() / ".pyenv"]):
-        releases = {  # 3.13.1, not 3.13.1t (free-threaded) or 3.13-dev
-            tuple(map(int, p.parents[1].name.split("."))): p
-            for p in Path(root).glob(f"versions/{version}.*/bin/python{version}")
-            if re.fullmatch(r"\d+\.\d+\.\d+", p.parents[1].name)
-        }
-        candidates += [releases[key] for key in sorted(releases, reverse=True)]
-    for candidate in filter(None, candidates):
-        answer = subprocess.run(
-            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
+def colab_python() -> Path:
+    """Colab's Python; fails, never skips: the stage is Colab only on Colab's Python."""
+    found = find_python(COLAB_PYTHON)
+    if found is None:
+        pytest.fail(
+            f"make colab runs the book on Colab's Python, {COLAB_PYTHON}, and found "
+            f"none: not python{COLAB_PYTHON} on PATH, nor under pyenv ($PYENV_ROOT or "
+            f"~/.pyenv/versions/{COLAB_PYTHON}.*). Install it (`pyenv install "
+            f"{COLAB_PYTHON}`, or actions/setup-python with python-version "
+            f"{COLAB_PYTHON}).",
+            pytrace=False,
         )
-        if answer.returncode == 0 and answer.stdout.strip() == version:
-            return Path(candidate)
-    pytest.fail(
-        f"make colab runs the book on Colab's Python, {version}, and found none: not "
-        f"python{version} on PATH, nor under pyenv ($PYENV_ROOT or ~/.pyenv/versions/"
-        f"{version}.*). Install it (e.g. `pyenv install {version}`, or "
-        f"actions/setup-python with python-version {version}).",
-        pytrace=False,
-    )
+    return found
 
 
 def constraints(tmp: Path) -> Path:
@@ -124,7 +107,7 @@ def build_clean_python(tmp: Path) -> Path:
         check=True,
     )
     wheel = next(dist.glob("transformer_book-*.whl"))
-    subprocess.run([str(find_python()), "-m", "venv", str(tmp / "env")], check=True)
+    subprocess.run([str(colab_python()), "-m", "venv", str(tmp / "env")], check=True)
     python = tmp / "env" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     pins = ["-c", str(constraints(tmp))]
