@@ -59,7 +59,7 @@ NBVAL := $(VENV)/bin/pytest -q --nbval --nbval-sanitize-with tests/nbval_sanitiz
 # AVX2/AVX-512), MKL and oneDNN held to SSE4, and one thread: a set that differs from
 # the default on an AVX2 machine and on an AVX-512 machine alike, so an output that
 # holds under both holds on either kind of reader's CPU. `make test` applies it in the
-# `colab` stage (nbval from the wheel in a clean environment), which thus re-runs every
+# `colab` stage (nbval from the wheel on Colab's package set), which thus re-runs every
 # chapter once more, not twice; `make nbval-alt` applies it in the project's venv.
 ALT_NUMERICS := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
 	DNNL_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -82,6 +82,10 @@ browser: $(STAMP)
 	bash scripts/browser_deps.sh
 	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py
 
+# Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and
+# Python 3.13 (python3.13 on PATH, else pyenv's), installed as Colab's setup cell does;
+# no cell may write to stderr. On a fresh machine it downloads about 3 GB (torch 2.11.0
+# from PyPI is the CUDA build), into a temporary environment (README: make colab).
 # ALT_NUMERICS holds each kernel to one thread, so two notebooks run side by side.
 colab: $(STAMP)
 	env $(ALT_NUMERICS) $(VENV)/bin/pytest -q -n 2 -m slow tests/test_colab_like.py

@@ -1,21 +1,33 @@
-"""Run every chapter the way a reader on another machine does: from the wheel alone.
+"""Run every chapter as a reader in Google Colab does: on Colab's own package set.
 
-The package is built as a wheel and installed into a clean virtual environment that
-holds the pinned torch, then only what the wheel itself declares (at the versions
-of requirements.txt), plus the kernel that Colab provides (ipykernel) and nbval to
-drive it. Each notebook is then executed alone in an empty temporary folder, so a
-chapter that reads a file from the repository, or imports something the package does
-not declare, fails here.
+A clean virtual environment is built on Colab's Python (3.13) from Colab's published
+package versions (tests/colab/requirements.txt: torch 2.11, numpy 2.1, matplotlib
+3.10, ipywidgets 7.7.1, ipykernel 6.17, IPython 7.34...), installed first. Then the
+book's wheel is installed the way the chapters' Colab setup cell installs it, a plain
+`pip install` that keeps what is there (Colab's pins as constraints), then Chapter 8's
+pretrained MiniLM with `--no-deps`, as the chapter's install cell does, and nbval to
+drive the notebooks. Each notebook is then executed alone in an empty temporary folder,
+so a chapter that reads a file from the repository, imports something the package does
+not declare, or uses an API that Colab's versions lack (ipywidgets 7.7.1 has no
+`Stack`), fails here.
 
 nbval compares every output with the committed one, under the numeric configuration
 that this process was started with: `make colab` passes the Makefile's ALT_NUMERICS
 (other kernels, one thread), so the same run also proves that no committed output
-depends on the CPU's kernels or thread count.
+depends on the CPU's kernels or thread count. And no cell may write to stderr, compared
+or not (tests/colab/nbval_no_stderr.py): a reader in Colab would see it in red.
+
+The zh-TW edition's notebooks are the English ones but for their Markdown and their
+concept checks, which take `lang="zh-TW"` (tests/test_edition.py proves it, cell by
+cell and output by output). So each zh-TW chapter is run here as the cells that differ:
+its setup cell, the import of `concept_check`, and every concept check, with the
+committed outputs; every other cell of it runs here already, as the English chapter's.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -23,15 +35,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from colab_pins import find_python, normalise, read_freeze  # noqa: E402
 from toc_notebooks import toc_notebooks  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
+COLAB_PINS = ROOT / "tests" / "colab" / "requirements.txt"
+NO_STDERR = ROOT / "tests" / "colab" / "nbval_no_stderr.py"
+COLAB_PYTHON = "3.13"  # Colab's, since pip-freeze.txt of 2026-08-19
 # The variables that choose kernels and threads, passed on to the clean environment
 NUMERICS = (
     "ATEN_CPU_CAPABILITY",
@@ -42,13 +59,37 @@ NUMERICS = (
 )
 
 
-def pinned(name: str) -> str:
-    text = (ROOT / "requirements.txt").read_text()
-    return re.search(rf"^{name}==\S+", text, re.M).group(0)
+def colab_python() -> Path:
+    """Colab's Python; fails, never skips: the stage is Colab only on Colab's Python."""
+    found = find_python(COLAB_PYTHON)
+    if found is None:
+        pytest.fail(
+            f"make colab runs the book on Colab's Python, {COLAB_PYTHON}, and found "
+            f"none: not python{COLAB_PYTHON} on PATH, nor under pyenv ($PYENV_ROOT or "
+            f"~/.pyenv/versions/{COLAB_PYTHON}.*). Install it (`pyenv install "
+            f"{COLAB_PYTHON}`, or actions/setup-python with python-version "
+            f"{COLAB_PYTHON}).",
+            pytrace=False,
+        )
+    return found
+
+
+def constraints(tmp: Path) -> Path:
+    """Colab's pins, and requirements.txt's for the packages Colab lacks (mplfonts,
+    nbval): what pip may install on top of Colab's set, at known versions."""
+    colab = read_freeze(COLAB_PINS.read_text())
+    book = [
+        line
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if "==" in line and normalise(line.split("==")[0]) not in colab
+    ]
+    path = tmp / "constraints.txt"
+    path.write_text(COLAB_PINS.read_text() + "\n".join(book) + "\n")
+    return path
 
 
 def build_clean_python(tmp: Path) -> Path:
-    """Build the wheel and a clean environment that holds it, in the folder tmp."""
+    """Build the wheel and a Colab environment that holds it, in the folder tmp."""
     dist = tmp / "dist"
     subprocess.run(
         [
@@ -66,13 +107,22 @@ def build_clean_python(tmp: Path) -> Path:
         check=True,
     )
     wheel = next(dist.glob("transformer_book-*.whl"))
-    subprocess.run([sys.executable, "-m", "venv", str(tmp / "env")], check=True)
+    subprocess.run([str(colab_python()), "-m", "venv", str(tmp / "env")], check=True)
     python = tmp / "env" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    pins = ["-c", str(ROOT / "requirements.txt")]  # the versions the outputs come from
-    subprocess.run([*pip, pinned("torch")], check=True)
-    subprocess.run([*pip, *pins, str(wheel)], check=True)
-    subprocess.run([*pip, *pins, "ipykernel", "nbval", "pytest"], check=True)
+    pins = ["-c", str(constraints(tmp))]
+    subprocess.run([*pip, "-r", str(COLAB_PINS)], check=True)  # Colab's set first
+    subprocess.run([*pip, *pins, str(wheel)], check=True)  # the setup cell's install
+    nodeps = ["--no-deps", "-r", str(ROOT / "requirements-nodeps.txt")]
+    subprocess.run([*pip, *nodeps], check=True)  # Chapter 8's install cell
+    subprocess.run([*pip, *pins, "nbval"], check=True)  # pytest is Colab's
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    shutil.copy(NO_STDERR, site)  # the plugin, importable as -p nbval_no_stderr
     return python
 
 
@@ -115,28 +165,62 @@ def test_the_wheel_holds_the_package_and_declares_loose_floors(clean_python):
     )
 
 
-# Every chapter, and one chapter of the zh-TW edition: its concept checks render in
-# Chinese from the catalogue inside the wheel, and everything else is the English
-# notebook's
-EDITION_CHAPTER = (
-    Path(__file__).resolve().parent.parent / "zh-TW/book/02_attention.ipynb"
-)
+def test_the_environment_is_colabs(clean_python):
+    """Python 3.13, and every package at Colab's version: the wheel, nbval and the
+    MiniLM package installed on top changed none of them."""
+    script = (
+        "import sys, json, importlib.metadata as m\n"
+        "print(json.dumps([sys.version_info[:2], "
+        "{d.metadata['Name']: d.version for d in m.distributions()}]))"
+    )
+    out = subprocess.run(
+        [str(clean_python), "-c", script], check=True, capture_output=True, text=True
+    ).stdout
+    version, installed = json.loads(out)
+    assert ".".join(map(str, version)) == COLAB_PYTHON
+    installed = read_freeze("\n".join(f"{n}=={v}" for n, v in installed.items()))
+    differ = {
+        name: (installed.get(name), pinned)
+        for name, pinned in read_freeze(COLAB_PINS.read_text()).items()
+        if installed.get(name) != pinned
+    }
+    assert not differ, f"(installed, Colab's) versions differ: {differ}"
+
+
+ZH_TW = ROOT / "zh-TW" / "book"
+_ZH_TW_CONCEPT = re.compile(r'^concept_check\("[\d.]+", lang="zh-TW"\)$')
+
+
+def edition_cells(notebook: Path) -> nbformat.NotebookNode:
+    """The cells of a zh-TW chapter that the English chapter does not run: its setup
+    cell, the import of concept_check, and its concept checks, with their outputs."""
+    nb = nbformat.read(notebook, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    checks = [cell for cell in code if _ZH_TW_CONCEPT.match(cell.source)]
+    imports = nbformat.v4.new_code_cell(
+        "from transformer_book.concepts import concept_check", execution_count=1
+    )
+    nb.cells = [code[0], imports, *checks]
+    return nb
 
 
 @pytest.mark.parametrize(
     "notebook",
-    [*toc_notebooks(), EDITION_CHAPTER],
-    ids=lambda p: f"{p.parent.parent.name}-{p.stem}" if "zh-TW" in p.parts else p.stem,
+    [*toc_notebooks(), *(ZH_TW / p.name for p in toc_notebooks())],
+    ids=lambda p: f"zh-TW-{p.stem}" if "zh-TW" in p.parts else p.stem,
 )
 def test_notebook_runs_alone_with_its_outputs(clean_python, notebook, tmp_path):
     copy = tmp_path / notebook.name
-    shutil.copy(notebook, copy)
+    if "zh-TW" in notebook.parts:
+        nbformat.write(edition_cells(notebook), copy)
+    else:
+        shutil.copy(notebook, copy)
     numerics = {name: os.environ[name] for name in NUMERICS if name in os.environ}
     result = subprocess.run(
         [
             str(clean_python),
             *("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", "."),
-            "--nbval",
+            *("-p", "nbval_no_stderr", "--nbval"),
             *("--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE)),
             copy.name,
         ],

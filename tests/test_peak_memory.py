@@ -3,6 +3,8 @@ allocate/free schedule (Hypothesis), attention's T^2 against the fused kernel's 
 a quiet stderr, and bad input."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -11,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_book.attention import scaled_dot_product_attention
-from transformer_book.measure import peak_memory
+from transformer_book.measure import _PROFILER_NOISE, peak_memory
 
 FEW = settings(max_examples=15, deadline=None, derandomize=True, database=None)
 MB = 1_000_000  # float32 elements in 4 MB
@@ -124,6 +126,60 @@ def test_stderr_keeps_fns_lines_and_drops_the_profilers(capfd):
     err = capfd.readouterr().err
     assert "fn's own line" in err
     assert "USDT" not in err and "Memory block of unknown size" not in err
+
+
+# Log lines of PyTorch's native code, as it writes them to stderr: the one a CUDA build
+# of torch without a GPU (Colab's set, issue 27) printed under Chapter 7's cell, the
+# profiler's start line, and c10's warning (its own format, and glog's)
+NATIVE_LOG_LINES = [
+    "ERROR:2026-12-05 07:54:22 17452:17452 DeviceProperties.cpp:48] "
+    "gpuGetDeviceCount failed with code 35",
+    "WARNING:2026-08-19 12:00:00 4242:4243 CuptiActivityProfiler.cpp:1033] any text",
+    "USDT:2026-12-05 07:54:18 17425:17425 SyncActivityProfilerHandler.cpp:52] "
+    "profiler_start",
+    "[W1205 07:54:18.835237317 CPUAllocator.cpp:245] Memory block of unknown size was "
+    "allocated before the profiling started",
+    "[E605 07:54:18.835237317 anything.cpp:1] one digit for the month",
+    "W1205 07:54:18.835237 17425 logging.cc:12] glog's format",
+]
+# Lines that are not such logs, and must show
+OTHER_LINES = [
+    "/content/x.py:12: UserWarning: a genuine warning",
+    "  warnings.warn('a genuine warning')",
+    "ERROR: fn's own message",
+    "WARNING:2026 is not a timestamp",
+    "[W] a bracket and a letter",
+]
+
+
+@pytest.mark.parametrize("line", NATIVE_LOG_LINES)
+def test_native_log_lines_are_recognised_by_their_level_and_timestamp(line):
+    assert _PROFILER_NOISE.search(line + "\n")
+
+
+@pytest.mark.parametrize("line", OTHER_LINES)
+def test_other_lines_are_not_taken_for_logs(line):
+    assert not _PROFILER_NOISE.search(line + "\n")
+
+
+def test_kinetos_error_is_hidden_and_a_python_warning_shows():
+    """In a plain process, where Python's own stderr is file descriptor 2 as well."""
+    script = (
+        "import os, warnings\n"
+        "from transformer_book.measure import _PROFILER_NOISE, peak_memory\n"
+        "def fn():\n"
+        f"    os.write(2, {NATIVE_LOG_LINES[0] + chr(10)!r}.encode())\n"
+        "    warnings.warn('a genuine warning')\n"
+        "peak_memory(fn)\n"
+    )
+    err = subprocess.run(
+        [sys.executable, "-W", "always", "-c", script],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stderr
+    assert "UserWarning: a genuine warning" in err
+    assert "gpuGetDeviceCount" not in err and "USDT" not in err
 
 
 def test_an_error_in_fn_propagates_and_leaves_things_as_they_were(capfd):

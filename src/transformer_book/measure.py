@@ -130,13 +130,20 @@ def _check_callable(name: str, fn: object) -> None:
 
 # Chapter 7: how the memory of attention grows with T.
 
-# What the profiler itself writes to the process's stderr (file descriptor 2), which a
-# Jupyter kernel forwards into the notebook: Kineto's start/stop lines, and c10's
-# warning when ``fn`` frees a tensor made before the profiler started (which
-# ``peak_memory`` leaves out by design anyway).
+# What PyTorch's native code writes to the process's stderr (file descriptor 2), which
+# a Jupyter kernel forwards into the notebook, under the cell, in red: log lines, which
+# begin with a level and a timestamp. Kineto (the profiler) writes
+#   ERROR:2026-08-19 12:00:00 4242:4242 DeviceProperties.cpp:48] gpuGetDeviceCount ...
+# (levels V, INFO, WARNING, ERROR, STAGE, USDT: its start and stop lines, and on a CUDA
+# build of torch without a GPU, e.g. in Colab, its failed look for one); c10 writes
+#   [W819 12:00:00.123456789 CPUAllocator.cpp:245] Memory block of unknown size ...
+# (or, built with glog, the same without the bracket and with a thread id). None of
+# it is the book's, and none of it tells the reader anything about fn. A Python warning
+# (file.py:12: UserWarning: ...) or anything else fn writes does not match, and shows.
 _PROFILER_NOISE = re.compile(
-    r"^(?:USDT|STAGE|INFO):\d{4}-\d\d-\d\d |"
-    r"Memory block of unknown size was allocated before the profiling started"
+    r"^(?:[A-Z?]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ "  # Kineto
+    r"|\[?[FEWIV]\d{3,4} \d\d:\d\d:\d\d\.\d+ (?:\d+ )?)"  # c10 (or glog)
+    r"\S+:\d+\] "  # the source file and line
 )
 
 
