@@ -18,3 +18,4 @@ fetch() {
 fetch mathjax@3
 fetch requirejs@2.3.4
 fetch @jupyter-widgets/html-manager@1.0.6
+fetch axe-core@4.14.1  # the WCAG 2.1 A/AA rules the browser test runs on every page

@@ -274,12 +274,78 @@ def page_markdown(path: Path) -> list[str]:
 
 
 def page_units(path: Path) -> list[str]:
-    """Every unit of a page, in order, each once."""
+    """Every unit of a page, in order, each once: its Markdown's, then the text
+    alternatives of its figures."""
     seen: dict[str, None] = {}
     for markdown in page_markdown(path):
         for unit in units(markdown):
             seen.setdefault(unit, None)
+    if path.suffix == ".ipynb":
+        import nbformat
+
+        for alt in figure_alts(nbformat.read(path, as_version=4)):
+            seen.setdefault(alt, None)
     return list(seen)
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_IMG_ALT = re.compile(r'(<img [^>]*\balt=")([^"]*)(")')
+
+
+def _widget_values(nb) -> list[dict]:
+    """The states of the notebook's stored widgets that hold HTML (figure views)."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return [
+        model["state"]
+        for model in state.values()
+        if isinstance(model.get("state", {}).get("value"), str)
+    ]
+
+
+def figure_alts(nb) -> list[str]:
+    """The text alternatives of a notebook's figures, each once, in order: those of
+    its image outputs (``plot.show``), then those of its widgets' views
+    (``plot.figure_view``). Empty ones (decorative figures) are left out."""
+    import html
+
+    found: dict[str, None] = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            alt = output.get("metadata", {}).get("image/png", {}).get("alt")
+            if alt:
+                found.setdefault(alt, None)
+    for state in _widget_values(nb):
+        for match in _IMG_ALT.finditer(state["value"]):
+            if match.group(2):
+                found.setdefault(html.unescape(match.group(2)), None)
+    return list(found)
+
+
+def translate_alts(nb, catalogue: Mapping[str, str]) -> list[str]:
+    """Translate, in place, the text alternatives of ``nb``'s figures; returns those
+    that have no translation."""
+    import html
+
+    missing = []
+
+    def swap(alt: str) -> str:
+        if alt and alt not in catalogue:
+            missing.append(alt)
+        return catalogue.get(alt, alt)
+
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            image = output.get("metadata", {}).get("image/png", {})
+            if image.get("alt"):
+                image["alt"] = swap(image["alt"])
+    for state in _widget_values(nb):
+        state["value"] = _IMG_ALT.sub(
+            lambda m: (
+                m.group(1) + html.escape(swap(html.unescape(m.group(2)))) + m.group(3)
+            ),
+            state["value"],
+        )
+    return list(dict.fromkeys(missing))
 
 
 def update_catalogue(catalogue, wanted: Iterable[str]) -> dict[str, int]:
@@ -377,8 +443,9 @@ def translated_code(source: str) -> str:
 
 
 def translate_notebook(nb, catalogue: Mapping[str, str]):
-    """The zh-TW notebook: Markdown cells translated; code cells and their outputs
-    the English ones, except concept checks, rendered by the package in zh-TW.
+    """The zh-TW notebook: Markdown cells and the figures' text alternatives
+    translated; code cells and their outputs the English ones, except concept
+    checks, rendered by the package in zh-TW.
 
     Returns the notebook and the units that have no translation.
     """
@@ -401,6 +468,7 @@ def translate_notebook(nb, catalogue: Mapping[str, str]):
             for output in cell.outputs:
                 if "text/html" in output.get("data", {}):
                     output.data["text/html"] = page
+    missing += translate_alts(nb, catalogue)
     return nb, missing
 
 

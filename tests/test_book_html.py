@@ -208,6 +208,9 @@ def check_widgets(page, page_path: Path, problems: list[str]) -> list[str]:
         for c in range(n_controls):
             control = box.locator(f":scope > :is({CONTROLS})").nth(c)
             before = shown(box)
+            unnamed = unnamed_control(control)
+            if unnamed:
+                problems.append(f"widget {k}: control {c}: {unnamed}")
             how = move(control)
             if how is None:
                 problems.append(f"widget {k}: control {c} has nothing to move to")
@@ -350,6 +353,28 @@ def shown(box) -> str:
     return box.evaluate(SHOWN_JS)
 
 
+def unnamed_control(control) -> str | None:
+    """What is wrong with the control's accessible name, if anything: a screen
+    reader must say which value it moves (its label, e.g. "number of heads")."""
+    label = control.locator(".widget-label").first.inner_text().strip()
+    if not label:
+        return "no label"
+    handle = control.locator(".noUi-handle")
+    if handle.count() and handle.get_attribute("aria-label") != label:
+        return (
+            f"slider handle named {handle.get_attribute('aria-label')!r}, not {label!r}"
+        )
+    select = control.locator("select")
+    if select.count():
+        name = select.evaluate(
+            "el => el.getAttribute('aria-label') || (el.labels[0] || {}).textContent"
+            " || ''"
+        )
+        if name.strip() != label:
+            return f"dropdown named {name!r}, not {label!r}"
+    return None
+
+
 def move(control) -> str | None:
     """Move a control to another option as a reader would; say what was done."""
     label = control.locator(".widget-label").first.inner_text().strip()
@@ -422,11 +447,76 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     check_links(page, page_path, problems)
     check_colab(page, page_path, problems)
     check_edition(page, page_path, problems)
+    check_accessibility(page, page_path, problems)
     problems += [f"request outside the book: {u}" for u in unexpected]
     page.screenshot(path=str(SHOTS / (page_path.stem + ".png")), full_page=False)
     context.close()
     size = page_path.stat().st_size / 1e6
     return problems, [f"{size:.2f} MB", *notes]
+
+
+AXE = VENDOR / "axe-core@4.14.1" / "axe.min.js"
+# The WCAG 2.1 A and AA rules of axe-core
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_RUN_JS = """async tags => {
+  const result = await axe.run(document, {runOnly: {type: "tag", values: tags}});
+  return result.violations.map(v => v.id + " (" + v.impact + "): " +
+    v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ") +
+    (v.nodes.length > 3 ? " and " + (v.nodes.length - 3) + " more" : ""));
+}"""
+# Images without a text alternative, or whose alternative is a file name
+IMAGES_WITHOUT_ALT_JS = r"""() =>
+  [...document.querySelectorAll("main img, article img")].filter(img =>
+    !img.hasAttribute("alt") ||
+    /(^|\/)[\w.-]*\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}/i.test(img.alt.trim()))
+  .map(img => (img.getAttribute("alt") === null ? "no alt" : img.alt) + " :: " +
+    img.src.slice(0, 60))"""
+# Text in the page's body with Chinese characters, outside an element in Chinese
+UNMARKED_CHINESE_JS = r"""() => {
+  const han = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const found = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!han.test(node.data)) continue;
+    if (parent.closest("script, style, mjx-container")) continue;
+    const declared = parent.closest("[lang]");
+    if (!declared || !declared.lang.toLowerCase().startsWith("zh"))
+      found.push(node.data.trim().slice(0, 40));
+  }
+  return found;
+}"""
+# Reflow (WCAG 1.4.10): the widest element that is not allowed its own scroll box
+TOO_WIDE_JS = """width => {
+  const SCROLLS_IN_ITS_BOX =
+    "pre, table, .highlight, .math, mjx-container, .MathJax, .table-wrapper";
+  return [...document.querySelectorAll("body *")]
+  .filter(e => e.getBoundingClientRect().right > width + 1 &&
+    !e.closest(SCROLLS_IN_ITS_BOX) &&
+    e.offsetParent !== null)
+  .slice(0, 3).map(e => e.tagName.toLowerCase() + "." +
+    String(e.className).split(" ")[0] + " " +
+    Math.round(e.getBoundingClientRect().right));
+}"""
+PHONE = {"width": 320, "height": 640}
+
+
+def check_accessibility(page, page_path: Path, problems: list[str]) -> None:
+    """WCAG 2.1 AA: axe-core's rules, a text alternative for every image, the
+    language of every Chinese passage (English edition), and reflow at 320 px."""
+    page.add_script_tag(path=str(AXE))
+    problems += [f"axe: {v}" for v in page.evaluate(AXE_RUN_JS, AXE_TAGS)]
+    problems += [f"image without a text alternative: {i}" for i in page.evaluate(
+        IMAGES_WITHOUT_ALT_JS)]  # fmt: skip
+    if edition(page_path) == "en":
+        unmarked = page.evaluate(UNMARKED_CHINESE_JS)
+        problems += [f"Chinese text not marked lang=zh: {t!r}" for t in unmarked[:5]]
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(300)  # the theme lays the page out again
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    if width > PHONE["width"]:
+        wide = page.evaluate(TOO_WIDE_JS, PHONE["width"])
+        problems.append(f"{width} px wide on a {PHONE['width']} px screen: {wide}")
 
 
 def test_every_page_renders_cleanly(server, browser):

@@ -9,6 +9,7 @@ fuzzy), then ``python scripts/i18n.py generate``.
 
 from __future__ import annotations
 
+import copy
 import gettext
 import re
 import sys
@@ -171,13 +172,16 @@ def test_the_theme_labels_are_replaced_outside_the_article_only():
     "page", [p for p in i18n.pages() if p.suffix == ".ipynb"], ids=lambda p: p.stem
 )
 def test_the_edition_notebook_runs_the_english_code(page):
-    """Code cells and outputs are the English notebook's; the one change: a concept
-    check takes the edition's language, and its output is the zh-TW rendering."""
+    """Code cells and outputs are the English notebook's; the changes: a concept
+    check takes the edition's language, and its output is the zh-TW rendering; the
+    figures' text alternatives are the catalogue's."""
     import nbformat
 
     from transformer_book.concepts import concept_check
 
     english = nbformat.read(page, as_version=4)
+    catalogue = i18n.translations(i18n.load_catalogue(page))
+    assert not i18n.translate_alts(english, catalogue), "untranslated alt texts"
     chinese = nbformat.read(i18n.edition_path(page), as_version=4)
     assert chinese.metadata == english.metadata
     assert len(chinese.cells) == len(english.cells)
@@ -204,3 +208,40 @@ def test_the_readmes_link_to_each_other_and_the_chinese_one_is_taiwan_usage():
         assert command in chinese
     prose = re.sub(r"```.*?```|`[^`]*`", "", chinese, flags=re.S)
     assert not i18n.usage_problems(prose, allowed=i18n.usage_allowlist())
+
+
+def test_the_figures_text_alternatives_are_translation_units(tmp_path):
+    import matplotlib.pyplot as plt
+    import nbformat
+
+    from transformer_book.plot import figure_view
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("show(fig, alt=...)")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": "iVBOR"},
+            metadata={"image/png": {"alt": "loss 0.25 at step 120"}},
+        )
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("A paragraph."), cell]
+    view = figure_view(plt.figure(), alt='head 3 puts 0.9 on "the"')
+    state = {"m1": {"state": {"value": view.value}}, "m2": {"state": {"value": 3}}}
+    nb.metadata["widgets"] = {i18n.WIDGET_STATE: {"state": state}}
+    path = tmp_path / "page.ipynb"
+    nbformat.write(nb, path)
+    units = i18n.page_units(path)
+    assert units == [
+        "A paragraph.",
+        "loss 0.25 at step 120",
+        'head 3 puts 0.9 on "the"',
+    ]
+    catalogue = {"loss 0.25 at step 120": "損失在第 120 步為 0.25"}
+    missing = i18n.translate_alts(copy.deepcopy(nb), catalogue)
+    assert missing == ['head 3 puts 0.9 on "the"']
+    catalogue['head 3 puts 0.9 on "the"'] = "頭 3 把 0.9 放在「the」上"
+    assert not i18n.translate_alts(nb, catalogue)
+    assert cell.outputs[0].metadata["image/png"]["alt"] == "損失在第 120 步為 0.25"
+    stored = nb.metadata["widgets"][i18n.WIDGET_STATE]["state"]["m1"]["state"]
+    assert 'alt="頭 3 把 0.9 放在「the」上"' in stored["value"]

@@ -6,7 +6,14 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pytest
 
-from transformer_book.plot import LINKED_CLASS, figure_view, linked_stack, linked_views
+from transformer_book.plot import (
+    LINKED_CLASS,
+    _view_alt,
+    _view_png,
+    figure_view,
+    linked_stack,
+    linked_views,
+)
 
 
 def views(n):
@@ -152,35 +159,40 @@ def test_linked_views_bad_arguments_are_named(controls, render, error, match):
         linked_views(controls, render)
 
 
-def test_figure_view_is_a_png_of_the_figure_and_closes_it():
+def test_figure_view_is_a_png_of_the_figure_with_its_alt_and_closes_it():
     def draw():
         fig, ax = plt.subplots(figsize=(2, 1))
         ax.plot([0, 1], [1, 0])
         return fig
 
     fig = draw()
-    image = figure_view(fig, dpi=50)
-    assert isinstance(image, widgets.Image) and image.format == "png"
-    assert bytes(image.value).startswith(b"\x89PNG")
+    view = figure_view(fig, alt='loss falls from 1.0 to 0.0 "fast" <&>', dpi=50)
+    assert isinstance(view, widgets.HTML)
+    png = _view_png(view)
+    assert png.startswith(b"\x89PNG")
+    assert _view_alt(view) == 'loss falls from 1.0 to 0.0 "fast" <&>'
+    assert '"fast"' not in view.value, "the alt text is escaped inside the attribute"
     assert not plt.fignum_exists(fig.number), "the figure is closed"
-    assert bytes(figure_view(draw(), dpi=50).value) == bytes(image.value), "same bytes"
-    assert len(figure_view(draw(), dpi=100).value) > len(image.value)
+    assert _view_png(figure_view(draw(), alt="", dpi=50)) == png, "same bytes"
+    assert len(_view_png(figure_view(draw(), alt="", dpi=100))) > len(png)
 
 
 @pytest.mark.parametrize(
-    ("fig", "dpi", "error", "match"),
+    ("fig", "alt", "dpi", "error", "match"),
     [
-        ("figure", 72, TypeError, "fig must be"),
-        (None, 0, ValueError, "dpi must be"),
-        (None, 7.5, ValueError, "dpi must be"),
-        (None, True, ValueError, "dpi must be"),
+        ("figure", "a", 72, TypeError, "fig must be"),
+        (None, "a", 0, ValueError, "dpi must be"),
+        (None, "a", 7.5, ValueError, "dpi must be"),
+        (None, "a", True, ValueError, "dpi must be"),
+        (None, None, 72, TypeError, "alt must be a str"),
+        (None, 3.5, 72, TypeError, "alt must be a str"),
     ],
 )
-def test_figure_view_bad_arguments_are_named(fig, dpi, error, match):
+def test_figure_view_bad_arguments_are_named(fig, alt, dpi, error, match):
     if fig is None:
         fig = plt.figure()
     try:
         with pytest.raises(error, match=match):
-            figure_view(fig, dpi=dpi)
+            figure_view(fig, alt=alt, dpi=dpi)
     finally:
         plt.close("all")

@@ -169,10 +169,41 @@ def test_figure_view_keeps_the_axis_labels():
         fig.set_dpi(90)
         fig.canvas.draw()
         below = ax.xaxis.label.get_window_extent().y0 < 0
-        return Image.open(io.BytesIO(plot.figure_view(fig).value)).size[1], below
+        png = plot._view_png(plot.figure_view(fig, alt=xlabel))
+        return Image.open(io.BytesIO(png)).size[1], below
 
     with_label, cut_off = view_height("a label that a plain savefig cuts off")
     without_label, _ = view_height("")
     assert cut_off  # the label lies below the figure's edge
     # the image grows by the label's height: the label is in it
     assert with_label >= without_label + 8
+
+
+def test_show_puts_the_alt_text_in_the_outputs_metadata(monkeypatch):
+    shown = []
+    monkeypatch.setattr(
+        "IPython.display.display",
+        lambda obj, metadata=None: shown.append((obj, metadata)),
+    )
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [3.5, 0.25])
+    plot.show(fig, alt="the loss falls from 3.5 to 0.25")
+    assert shown == [(fig, {"image/png": {"alt": "the loss falls from 3.5 to 0.25"}})]
+    assert not plt.fignum_exists(fig.number), "the figure is closed: drawn once"
+
+
+@pytest.mark.parametrize(
+    ("fig", "alt", "match"),
+    [
+        (None, 3, "alt must be a str"),
+        ("figure", "a", "fig must be"),
+        (None, None, "alt"),
+    ],
+)
+def test_show_bad_arguments_are_named(fig, alt, match):
+    fig = plt.figure() if fig is None else fig
+    try:
+        with pytest.raises(TypeError, match=match):
+            plot.show(fig, alt)
+    finally:
+        plt.close("all")

@@ -21,6 +21,24 @@
    Simplified ``zh`` catalogue, which Sphinx falls back to for zh_TW. After the
    build, ``UI_ZH_TW`` replaces those labels (as whole attribute values or whole
    texts of an element) in every page of the zh-TW edition.
+7. Give every figure its text alternative. ``plot.show(fig, alt)`` stores the
+   figure's finding in the output's metadata (``image/png``: ``alt``); myst-nb
+   reads only ``width`` and ``height`` there, so its image renderer is wrapped to
+   take ``alt`` too. Without it the ``<img>``'s alt would be the file's hash name.
+8. WCAG 2.1 AA fixes to the themes' HTML (after the build, every page):
+   - the search button's accessible name is its visible text ("Search Ctrl+K"):
+     its ``aria-label`` ("Search") left out the shortcut (label-content-name-mismatch);
+   - the same for myst-nb's "Show code cell source" toggles and for the colour-mode
+     button, whose icons' titles ("Light") were read as its text;
+   - the bibliography's entries are ``listitem``s of its ``role="list"``, not the
+     deprecated ``doc-biblioentry`` (aria-required-children, aria-deprecated-role);
+   - the language of every part (WCAG 3.1.2): in an English page each run of Chinese
+     text is wrapped in ``<span lang="zh-Hant-TW">``, and in a zh-TW page each run of
+     English words in ``<span lang="en">``, outside code, formulas and scripts;
+   - a slider's handle is named by its widget's label (aria-input-field-name), by a
+     script, since the widget library draws the handle in the browser;
+   - reflow at 320 CSS pixels (WCAG 1.4.10): inline code wraps, widgets and images
+     fit the column, display math scrolls in its own box (``A11Y_CSS``).
 """
 
 import html
@@ -84,6 +102,27 @@ FONT_FIX = """
   });
 })();
 """
+
+
+def _image_alt_from_output_metadata() -> None:
+    """Wrap myst-nb's image renderer so that it reads ``alt`` from the output's
+    metadata, as it reads ``width`` and ``height`` (see 7. above)."""
+    from myst_nb.core.render import NbElementRenderer
+
+    original = NbElementRenderer.render_image
+    if getattr(original, "_tb_alt", False):
+        return
+
+    def render_image(self, data):
+        elements = original(self, data)
+        alt = data.output_metadata.get(data.mime_type, {}).get("alt")
+        if isinstance(alt, str):
+            for element in elements:
+                element["alt"] = alt
+        return elements
+
+    render_image._tb_alt = True
+    NbElementRenderer.render_image = render_image
 
 
 def _dedupe(app, pagename, templatename, context, doctree):
@@ -216,10 +255,226 @@ def _search_dictionary(app, config):
 
 
 def setup(app):
+    _image_alt_from_output_metadata()
     app.add_config_value("tb_edition", "en", "html")
     app.connect("config-inited", _search_dictionary)
     app.connect("builder-inited", _add_widget_shim)
     app.connect("html-page-context", _dedupe, priority=100)
     app.connect("html-page-context", _edition_link)
+    app.connect("builder-inited", _add_accessibility)
     app.connect("build-finished", _finish_ui_labels)
+    app.connect("build-finished", _accessible_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# -- 8. WCAG 2.1 AA fixes to the built HTML ---------------------------------------
+
+_HAN = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+# A run of Chinese text: Chinese characters and punctuation, and the short Latin,
+# digit and space stretches between them ("從 GPT-3 的 175B 參數").
+CHINESE_RUN = re.compile(rf"[{_HAN}](?:[ \w\-+.%/·]{{0,12}}?[{_HAN}])*")
+# A run of English words: words of Latin letters, with the spaces and punctuation
+# between them: two words or more, or one lower-case word (a name such as GPT or
+# Colab, or a symbol such as T, is not English text).
+ENGLISH_RUN = re.compile(
+    r"[A-Za-z][A-Za-z'’\-]*(?:[ ,.:;!?'’\-]+[A-Za-z][A-Za-z'’\-]*)*"
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+LANG_OF = {"en": "zh-Hant-TW", "zh-TW": "en"}  # edition -> language to mark
+_TAG = re.compile(r"<!--.*?-->|<(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.S)
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+         "source", "track", "wbr", "param"}  # fmt: skip
+# Elements whose text is no place for a <span>: scripts, formulas (TeX source),
+# the head; and code, whose English words are not English prose (in a zh-TW page),
+# while its Chinese strings ("銀行") are Chinese (in an English page)
+_SKIP = {"script", "style", "textarea", "title", "svg", "math", "head", "option"}
+_SKIP_CLASS = re.compile(r"\bclass=\"[^\"]*\bmath\b")
+_CODE = {"pre", "code", "kbd", "samp"}
+_CODE_CLASS = re.compile(r"\bclass=\"[^\"]*\b(?:highlight|pre)\b")
+
+
+def _runs(text: str, edition: str) -> str:
+    """``text`` (HTML text between tags) with each run in the other language
+    wrapped in a ``<span lang>``."""
+    lang = LANG_OF[edition]
+    if edition == "en":
+        return CHINESE_RUN.sub(
+            lambda m: f'<span lang="{lang}">{m.group(0)}</span>', text
+        )
+
+    def wrap(match: re.Match) -> str:
+        run = match.group(0)
+        words = _WORD.findall(run)
+        if len(words) < 2 and not any(w.islower() and len(w) > 1 for w in words):
+            return run  # a name (GPT, Colab) or a symbol (T), not English text
+        return f'<span lang="{lang}">{run}</span>'
+
+    return ENGLISH_RUN.sub(wrap, text)
+
+
+def _declares(tag: str, lang: str) -> bool:
+    """Whether a start tag declares ``lang`` (or a variant of it) as its language."""
+    declared = re.search(r"\slang=\"([^\"]*)\"", tag)
+    if declared is None:
+        return False
+    return declared.group(1).split("-")[0].lower() == lang.split("-")[0].lower()
+
+
+def mark_languages(page: str, edition: str) -> str:
+    """``page`` with every run of text in the other edition's language marked with
+    its ``lang`` (WCAG 3.1.2), outside code, formulas, scripts and elements that
+    already declare a language."""
+    if edition not in LANG_OF:
+        raise ValueError(f"edition must be one of {sorted(LANG_OF)}: {edition!r}")
+    out, stack, last = [], [], 0  # stack: (tag name, leaves its text alone)
+    for match in _TAG.finditer(page):
+        if match.start() < last:  # inside a script's raw text, already copied
+            continue
+        text = page[last : match.start()]
+        if text.strip() and not any(skip for _, skip in stack):
+            text = _runs(text, edition)
+        out.append(text)
+        tag = match.group(0)
+        out.append(tag)
+        last = match.end()
+        if tag.startswith("<!") or tag.startswith("<?"):
+            continue
+        name = re.match(r"</?\s*([A-Za-z][\w:-]*)", tag)
+        if name is None:
+            continue
+        name = name.group(1).lower()
+        if tag.startswith("</"):
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i][0] == name:
+                    del stack[i:]
+                    break
+        elif name not in _VOID and not tag.endswith("/>"):
+            code = name in _CODE or bool(_CODE_CLASS.search(tag))
+            skip = (
+                name in _SKIP
+                or name.startswith("mjx-")
+                or bool(_SKIP_CLASS.search(tag))
+                or _declares(tag, LANG_OF[edition])
+                or (code and edition == "zh-TW")
+            )
+            stack.append((name, skip))
+            if name in {"script", "style", "textarea"}:  # raw text up to the end tag
+                end = page.lower().find(f"</{name}", last)
+                end = len(page) if end < 0 else end
+                out.append(page[last:end])
+                last = end
+    out.append(page[last:])
+    return "".join(out)
+
+
+# The search button: its visible text ("Search", then the Ctrl+K shortcut) names it
+_SEARCH_BUTTON = re.compile(
+    r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="[^"]*"'
+)
+
+
+# The colour-mode button's icons, whose titles ("Light") the icon font's script turns
+# into the button's visible text
+_THEME_ICON = re.compile(
+    r'(<i class="theme-switch [^"]*"[^>]*?)\s+title="[^"]*"([^>]*>)'
+)
+
+
+def accessible_page(page: str, edition: str) -> str:
+    """``page`` with the WCAG fixes of 8. above that are made in the HTML."""
+    page = _SEARCH_BUTTON.sub(r"\1", page)
+    # The colour-mode button is named by its aria-label; its icons' titles ("Light")
+    # would be read as its visible text, which the label does not contain
+    # myst-nb's hidden-cell toggles: "Show code cell source" names them, not the
+    # aria-label "Toggle hidden content" that leaves the visible text out
+    page = page.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+    page = _THEME_ICON.sub(r'\1 aria-hidden="true"\2', page)
+    page = page.replace(
+        'class="citation" id=', 'class="citation" role="listitem" id='
+    ).replace(' role="doc-biblioentry"', "")
+    return mark_languages(page, edition)
+
+
+def _accessible_pages(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        new = accessible_page(text, app.config.tb_edition)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+
+
+# What the widget library draws in the browser, after the build: each slider handle
+# takes its widget's label as its accessible name, and, in an English page, each
+# text with Chinese characters (a token in a dropdown, a label) is marked Chinese:
+# the element itself when the text is all it holds, else a <span> around the text.
+WIDGET_A11Y = """
+(function () {
+  var han = /[\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff]/;
+  function nameSliders(root) {
+    root.querySelectorAll(".widget-hslider .noUi-handle:not([aria-label])")
+      .forEach(function (handle) {
+        var slider = handle.closest(".widget-hslider");
+        var label = slider && slider.querySelector(".widget-label");
+        var text = label && label.textContent.trim();
+        if (text) handle.setAttribute("aria-label", text);
+      });
+  }
+  function markChinese(root) {
+    if (!/^en/i.test(document.documentElement.lang)) return;
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var found = [];
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      var parent = node.parentElement;
+      if (!han.test(node.data) || parent.closest("[lang^=zh], script, style")) continue;
+      found.push(node);
+    }
+    found.forEach(function (node) {
+      var parent = node.parentElement;
+      if (parent.childNodes.length === 1 || parent.tagName === "OPTION") {
+        parent.setAttribute("lang", "zh-Hant-TW");
+      } else {
+        var span = document.createElement("span");
+        span.setAttribute("lang", "zh-Hant-TW");
+        parent.replaceChild(span, node);
+        span.appendChild(node);
+      }
+    });
+  }
+  function fix() {
+    document.querySelectorAll(".jupyter-widgets").forEach(function (w) {
+      nameSliders(w);
+      markChinese(w);
+    });
+  }
+  var pending = false;
+  new MutationObserver(function () {
+    if (pending) return;
+    pending = true;
+    setTimeout(function () { pending = false; fix(); }, 0);
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();
+"""
+
+# Reflow at 320 CSS pixels: nothing but code blocks, tables and display math may
+# need a horizontal scroll bar, and those scroll inside their own box.
+A11Y_CSS = """
+code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }
+.cell_output .widget-subarea, .jupyter-widgets, .widget-box, .widget-hslider,
+.widget-dropdown, .widget-toggle-buttons, .widget-html, .widget-html-content {
+  max-width: 100% !important; min-width: 0 !important; box-sizing: border-box;
+}
+.widget-hslider, .widget-dropdown, .widget-toggle-buttons { flex-wrap: wrap; }
+.widget-toggle-buttons .widget-toggle-button { width: auto !important; }
+.bd-article img, .cell_output img { max-width: 100%; height: auto; }
+div.math, mjx-container[display="true"], .math-wrapper { overflow-x: auto; }
+"""
+
+
+def _add_accessibility(app):
+    app.add_js_file(None, body=WIDGET_A11Y, priority=520)
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    (static / "tb-a11y.css").write_text(A11Y_CSS, encoding="utf-8")
+    app.add_css_file("tb-a11y.css", priority=900)

@@ -28,6 +28,7 @@ __all__ = [
     "linked_stack",
     "linked_views",
     "figure_view",
+    "show",
     "LINKED_CLASS",
     "CJK_FONT",
 ]
@@ -363,14 +364,44 @@ def linked_views(controls: Sequence, render: Callable):
     return box
 
 
-def figure_view(fig, dpi: int = 90):
-    """A matplotlib figure as an ``ipywidgets.Image`` (PNG), for ``linked_views``.
+def _check_alt(alt) -> str:
+    if not isinstance(alt, str):
+        raise TypeError(
+            f"alt must be a str (the figure's finding), got {type(alt).__name__}"
+        )
+    return alt
+
+
+def show(fig, alt: str) -> None:
+    """Show ``fig`` below the cell with ``alt`` as its text alternative, and close it.
+
+    The text alternative is what a screen reader reads instead of the figure, so it
+    states the figure's finding with the numbers the cell computed ("the Transformer
+    falls below 0.1 by step 120, the RNN stays above 1.5"), not "a plot of the loss".
+    An empty ``alt`` marks a decorative figure. The PNG is IPython's, as for
+    ``plt.show()``; the text travels in the output's metadata (``image/png``:
+    ``alt``), where the HTML book's build (``book/_ext``) puts it on the ``<img>``.
+    """
+    from IPython.display import display
+
+    if not isinstance(fig, mpl.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    display(fig, metadata={"image/png": {"alt": _check_alt(alt)}})
+    plt.close(fig)
+
+
+def figure_view(fig, alt: str, dpi: int = 90):
+    """A matplotlib figure as a PNG ``<img>`` with its text alternative ``alt``, in
+    an ``ipywidgets.HTML``, for ``linked_views``.
 
     The figure is closed, so that the notebook does not also draw it. Every view is
     stored in the page, so the PNG is kept light: its colours are reduced to a
     palette of 128 (a third of the bytes of a full-colour PNG, with no visible
-    difference on the book's figures).
+    difference on the book's figures). ``alt`` says what this view shows (see
+    ``show``); an HTML widget carries it, since ``ipywidgets.Image`` has no ``alt``.
     """
+    import base64
+    import html
     import io
 
     import ipywidgets as widgets
@@ -378,6 +409,7 @@ def figure_view(fig, dpi: int = 90):
 
     if not isinstance(fig, mpl.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    _check_alt(alt)
     if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
         raise ValueError(f"dpi must be a positive integer, got {dpi!r}")
     buffer = io.BytesIO()
@@ -388,7 +420,33 @@ def figure_view(fig, dpi: int = 90):
     palette = image.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
     buffer = io.BytesIO()
     palette.save(buffer, format="png", optimize=True)
-    return widgets.Image(value=buffer.getvalue(), format="png")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return widgets.HTML(
+        value=f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"'
+        f' style="max-width:100%;height:auto">'
+    )
+
+
+def _view_png(view) -> bytes:
+    """The PNG bytes of a ``figure_view``."""
+    import base64
+    import re
+
+    match = re.search(r'src="data:image/png;base64,([^"]+)"', view.value)
+    if match is None:
+        raise ValueError("view holds no PNG image")
+    return base64.b64decode(match.group(1))
+
+
+def _view_alt(view) -> str:
+    """The text alternative of a ``figure_view``."""
+    import html
+    import re
+
+    match = re.search(r'alt="([^"]*)"', view.value)
+    if match is None:
+        raise ValueError("view holds no alt text")
+    return html.unescape(match.group(1))
 
 
 def _check_control(control) -> None:
