@@ -90,6 +90,30 @@ def check_tensor(name: str, x: object, kind: str | None = None) -> None:
         )
 
 
+def check_instance(name: str, value: object, kind: type | tuple[type, ...]) -> None:
+    """TypeError naming ``name`` unless ``value`` is a ``kind``."""
+    if not isinstance(value, kind):
+        names = " or ".join(
+            k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,))
+        )
+        raise TypeError(f"{name} must be a {names}, got {type(value).__name__}")
+
+
+def check_on(name: str, x: Tensor, weight: Tensor) -> None:
+    """``x`` is on the device of a module's parameters ``weight`` (not meta)."""
+    if x.device != weight.device:
+        raise ValueError(
+            f"{name} is on {x.device} but the module's parameters are on "
+            f"{weight.device}: move one, e.g. module.to({str(x.device)!r})"
+        )
+
+
+def check_has_values(name: str, x: Tensor) -> None:
+    """A tensor whose values are read must not be on the meta device."""
+    if x.is_meta:
+        raise ValueError(f"{name} is on the meta device, which holds no values")
+
+
 def check_float_input(name: str, x: object, shape: str, dim: int | None = None):
     """A floating-point tensor of ``dim`` dimensions (at least 1 if None)."""
     check_tensor(name, x, "float")
@@ -162,6 +186,7 @@ def check_token_ids(
     loop), so there the embedding's own device-side check is left to catch it.
     """
     check_tensor(name, ids, "int")
+    check_has_values(name, ids)
     if ids.dim() != 2:
         raise ValueError(
             f"{name} must have shape {shape} of token ids, got {tuple(ids.shape)}"

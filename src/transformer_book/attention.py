@@ -107,15 +107,36 @@ def fused_scaled_dot_product_attention(
 
     Returns only the output: fused kernels never build the (Tq, Tk) weight matrix.
     Fully masked rows give zeros, as in :func:`scaled_dot_product_attention`.
+    PyTorch's fused kernels take 4-D (B, H, T, D) inputs only (others fall back
+    to the math path, which does build the scores), so inputs of any other rank
+    are viewed as 4-D for the call and given back in their own shape.
 
     Shapes: as :func:`scaled_dot_product_attention`; returns (..., Tq, Dv).
     """
     check_attention(q, k, v, mask, None, dropout_p)
-    if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
-    return out.masked_fill(~has_key, 0.0)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q4, k4, v4 = (_as_4d(x, batch) for x in (q, k, v))  # (B', H', T, D)
+    mask4 = None if mask is None else _as_4d(mask, batch)  # (B', H', Tq, Tk)
+    out = F.scaled_dot_product_attention(
+        q4, k4, v4, attn_mask=mask4, dropout_p=dropout_p
+    )
+    if mask is not None:
+        has_key = mask4.any(dim=-1, keepdim=True)  # (B', H', Tq, 1)
+        out = out.masked_fill(~has_key, 0.0)
+    return out.reshape(*batch, q.shape[-2], v.shape[-1])  # (..., Tq, Dv)
+
+
+def _as_4d(x: Tensor, batch: torch.Size) -> Tensor:
+    """``x`` (..., R, C), broadcastable to ``batch`` + (R, C), as (B', H', R, C).
+
+    Up to two batch axes are kept as they are (size-1 axes still broadcast), with
+    unit axes added on the left; more are broadcast and flattened into one.
+    """
+    x = x.reshape((1,) * (len(batch) + 2 - x.dim()) + tuple(x.shape))  # pad left
+    if len(batch) <= 2:
+        return x.reshape((1,) * (2 - len(batch)) + tuple(x.shape))
+    x = x.expand(*batch, *x.shape[-2:])
+    return x.reshape(-1, 1, *x.shape[-2:])  # (prod(batch), 1, R, C)
 
 
 def causal_mask(t: int, device: torch.device | str | None = None) -> Tensor:
@@ -132,8 +153,12 @@ def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
     the queries, so the mask fits scores of shape (B, Tq, T); for (B, H, Tq, T) use
     ``mask[:, None]`` (``MultiHeadAttention`` does this itself).
     """
+    if lengths is None or isinstance(lengths, str):
+        raise TypeError(f"lengths must be a tensor or a list of ints, got {lengths!r}")
     lengths = torch.as_tensor(lengths)
     check_tensor("lengths", lengths, "int")
+    if lengths.is_meta:
+        raise ValueError("lengths is on the meta device, which holds no values")
     if lengths.dim() != 1:
         raise ValueError(f"lengths must have shape (B,), got {tuple(lengths.shape)}")
     if max_len is None and lengths.numel() == 0:
@@ -200,8 +225,14 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
         """(B, T, n * Dh) -> (B, n, T, Dh), n = ``n_heads`` (default: H)."""
+        n = self.n_heads if n_heads is None else check_int("n_heads", n_heads, 1)
+        check_tensor("x", x, "float")
+        if x.dim() != 3 or x.shape[-1] != n * self.d_head:
+            raise ValueError(
+                f"x must have shape (B, T, n_heads * d_head = {n * self.d_head}), "
+                f"got {tuple(x.shape)}"
+            )
         B, T, _ = x.shape
-        n = self.n_heads if n_heads is None else n_heads
         return x.view(B, T, n, self.d_head).transpose(1, 2)  # (B, n, T, Dh)
 
     def attend(
@@ -212,6 +243,7 @@ class MultiHeadAttention(nn.Module):
         Shapes: q (B, H, T, Dh), k and v (B, n_kv_heads, S, Dh)
                 -> (B, H, T, Dh), weights (B, H, T, S) if ``need_weights``
         """
+        self._check_heads(q, k, v, mask)
         group = self.n_heads // self.n_kv_heads
         if group > 1:  # each key/value head serves `group` query heads
             k = k.repeat_interleave(group, dim=1)  # (B, Hkv, S, Dh) -> (B, H, S, Dh)
@@ -223,6 +255,13 @@ class MultiHeadAttention(nn.Module):
         return heads, None
 
     def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, H, T, Dh) -> (B, T, D): the heads side by side."""
+        check_tensor("x", x, "float")
+        if x.dim() != 4 or x.shape[1] != self.n_heads or x.shape[3] != self.d_head:
+            raise ValueError(
+                f"x must have shape (B, n_heads={self.n_heads}, T, "
+                f"d_head={self.d_head}), got {tuple(x.shape)}"
+            )
         B, _, T, _ = x.shape
         return x.transpose(1, 2).reshape(B, T, self.d_model)  # (B,H,T,Dh) -> (B,T,D)
 
@@ -270,10 +309,43 @@ class MultiHeadAttention(nn.Module):
         if mask is None:
             return
         check_tensor(name, mask, "bool")
+        weight = self.q_proj.weight
+        if mask.device != weight.device and mask.dim() > 0:
+            raise ValueError(
+                f"{name} is on {mask.device} but the module's parameters are on "
+                f"{weight.device}"
+            )
         if mask.dim() == 3:
             check_mask(name, mask, (batch, t_q, t_k), "(B, T, S)")
         else:
             check_mask(name, mask, (batch, self.n_heads, t_q, t_k), "(B, H, T, S)")
+
+    def _check_heads(self, q, k, v, mask) -> None:
+        """The split heads ``attend`` takes: (B, H, T, Dh) and (B, Hkv, S, Dh)."""
+        for name, x, heads in (
+            ("q", q, self.n_heads),
+            ("k", k, self.n_kv_heads),
+            ("v", v, self.n_kv_heads),
+        ):
+            check_tensor(name, x, "float")
+            if x.dim() != 4 or x.shape[1] != heads or x.shape[3] != self.d_head:
+                raise ValueError(
+                    f"{name} must have shape (B, {heads}, T, d_head={self.d_head}), "
+                    f"got {tuple(x.shape)}"
+                )
+        check_same_batch(("q", "k"), q, k)
+        check_same_batch(("k", "v"), k, v)
+        if k.shape[2] != v.shape[2]:
+            raise ValueError(
+                f"k {tuple(k.shape)} and v {tuple(v.shape)} must have one length S"
+            )
+        if mask is not None:
+            check_mask(
+                "mask",
+                mask,
+                (q.shape[0], self.n_heads, q.shape[2], k.shape[2]),
+                "(B, H, T, S)",
+            )
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

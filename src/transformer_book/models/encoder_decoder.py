@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._validate import check_int, check_tensor, check_token_ids
+from .._validate import check_int, check_on, check_real, check_tensor, check_token_ids
 from ..attention import causal_mask
 from ..blocks import DecoderBlock, EncoderBlock
+from ._validation import check_flag
 from .embedding import TokenEmbedding
 
 __all__ = ["EncoderDecoderConfig", "EncoderDecoder"]
@@ -42,8 +43,9 @@ class EncoderDecoderConfig:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        check_real("dropout", self.dropout, 0.0, 1.0, high_open=True)
+        for name in ("norm_first", "tie_weights"):
+            check_flag(name, getattr(self, name))
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(
                 f"pad_id={self.pad_id} is not a token id of vocab_size="
@@ -100,6 +102,7 @@ class EncoderDecoder(nn.Module):
                 f"int32), got dtype {ids.dtype}"
             )
         check_token_ids(name, ids, self.cfg.vocab_size, f"(B, {name[0].upper()})")
+        check_on(name, ids, self.output.weight)
         if not 1 <= ids.shape[1] <= self.cfg.max_len:
             raise ValueError(
                 f"{name} has {ids.shape[1]} positions, outside [1, max_len="
@@ -124,6 +127,7 @@ class EncoderDecoder(nn.Module):
 
     def source_mask(self, src: Tensor) -> Tensor:
         """(B, 1, S) bool, True for real source tokens: queries may not see padding."""
+        self._check_ids("src", src)
         return (src != self.cfg.pad_id)[:, None, :]
 
     def encode(self, src: Tensor) -> Tensor:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._validate import check_instance, check_int
 from ..attention import MultiHeadAttention, causal_mask
 from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
@@ -62,6 +63,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
+        check_instance("cfg", cfg, GPTConfig)
         build_block_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.output.weight = self.token.weight  # one (V, D) table, two uses
@@ -72,11 +74,15 @@ class GPT(nn.Module):
 
         Shapes: idx (B, T) -> (B, T, D)
         """
+        start = check_int("start", start, minimum=0)
+        check_ids(
+            "idx", idx, self.cfg.vocab_size, self.cfg.max_len - start, self.token.weight
+        )
         positions = self.position.weight[start : start + idx.shape[1]]  # (T, D)
         return self.dropout(self.token(idx) + positions)  # (B, T, D) + (T, D)
 
     def forward(self, idx: Tensor) -> Tensor:
-        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
         mask = causal_mask(idx.shape[1], device=idx.device)  # (T, T)
         x = self.embed(idx)  # (B, T) -> (B, T, D)
         for block in self.blocks:

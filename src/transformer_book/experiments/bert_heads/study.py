@@ -81,8 +81,8 @@ def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> Heads
     ``seed`` draws the corpus sentences, the grammar's two samples (choose on
     one, test on the other) and the random heads of the control ablations.
     """
-    from ..corpus import sentences
-    from ..pretrained import sentence_embeddings, tokenize
+    from ...corpus import sentences
+    from ...pretrained import sentence_embeddings, tokenize
 
     rng = random.Random(seed)
     short = [
