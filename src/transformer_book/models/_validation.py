@@ -11,22 +11,27 @@ SIZES = ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
 
 
 def check_config(cfg) -> None:
-    """ValueError (TypeError for a wrong type) naming the field when a config's
+    """ValueError naming the field when a config's
     sizes do not fit together."""
-    for name in SIZES:
-        check_int(name, getattr(cfg, name), minimum=1)
+    for name in SIZES:  # ValueError for a wrong type too, as the tests have it
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     if cfg.d_model % cfg.n_heads != 0:
         raise ValueError(
             f"d_model={cfg.d_model} is not divisible by n_heads={cfg.n_heads}"
         )
     n_kv_heads = getattr(cfg, "n_kv_heads", None)
-    if n_kv_heads is not None:
-        check_int("n_kv_heads", n_kv_heads, minimum=1)
-        if cfg.n_heads % n_kv_heads:
-            raise ValueError(
-                f"n_kv_heads must be None or a positive int dividing n_heads="
-                f"{cfg.n_heads}, got {n_kv_heads!r}"
-            )
+    if n_kv_heads is not None and (
+        not isinstance(n_kv_heads, int)
+        or isinstance(n_kv_heads, bool)
+        or n_kv_heads < 1
+        or cfg.n_heads % n_kv_heads
+    ):
+        raise ValueError(
+            f"n_kv_heads must be None or a positive int dividing n_heads="
+            f"{cfg.n_heads}, got {n_kv_heads!r}"
+        )
     check_real("dropout", cfg.dropout, 0.0, 1.0, high_open=True)
 
 
@@ -41,7 +46,7 @@ def check_ids(
             f"{name} must be a (B, T) tensor of token ids, got {tuple(ids.shape)}"
         )
     if ids.dtype not in (torch.long, torch.int):
-        raise TypeError(f"{name} must hold integer token ids, got {ids.dtype}")
+        raise ValueError(f"{name} must hold integer token ids, got {ids.dtype}")
     check_has_values(name, ids)
     if weight is not None:
         check_on(name, ids, weight)

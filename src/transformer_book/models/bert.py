@@ -109,6 +109,11 @@ class BERT(nn.Module):
         if mask is None:
             mask = self.padding_mask(idx)
         else:  # named "mask" and checked here, not deep in the first block
+            check_tensor("mask", mask)
+            if mask.dtype != torch.bool:
+                raise TypeError(
+                    f"mask must be bool (True = may attend), got {mask.dtype}"
+                )
             B, T = idx.shape
             self.blocks[0].self_attn._check_mask("mask", mask, B, T, T)
         positions = self.position.weight[: idx.shape[1]]  # (T, D)
@@ -163,7 +168,12 @@ def mask_tokens(
 
     Shapes: ids (B, T) or (T,) int -> inputs and labels of the same shape
     """
-    check_tensor("ids", ids, "int")
+    if (
+        not isinstance(ids, Tensor)
+        or ids.is_floating_point()
+        or ids.dtype == torch.bool
+    ):
+        raise ValueError("ids must be an integer tensor of token ids")
     check_has_values("ids", ids)
     if ids.dim() not in (1, 2):
         raise ValueError(f"ids must have shape (B, T) or (T,), got {tuple(ids.shape)}")
