@@ -74,6 +74,14 @@ class Entry:
     valid_call_only: str | None = None  # why no bad values are generated
     time: float = 10.0  # seconds allowed for the valid call
 
+    def none_default(self) -> set[str]:
+        """The arguments whose default is None (so None is a valid value)."""
+        target = self.target
+        if isinstance(target, classmethod | staticmethod):
+            target = target.__func__
+        params = inspect.signature(target).parameters
+        return {name for name, p in params.items() if p.default is None}
+
     def hints(self) -> dict[str, str]:
         target = self.target
         if isinstance(target, classmethod | staticmethod):
@@ -225,8 +233,10 @@ Q4, K4, V4 = randn(1, 2, 5, 4), randn(1, 2, 6, 4), randn(1, 2, 6, 4)
 STREAM = torch.arange(40) % 11
 TOK = "accepts any object with the tokenizer's methods (duck-typed), used at once"
 SEED0 = {("seed", "zero"): "seed 0 is a seed"}
+ANY_SEED = {**SEED0, ("seed", "negative"): "any int seeds a generator (mod 2**32)"}
 ZERO_OK = "0 is in the documented domain"
 EMPTY_BATCH = "an empty batch gives an empty result of the right shape"
+PASSED_ON = "an argument passed on to fn: fn checks it"
 NO_DEVICE = "builds tensors on the given device; meta is a device"
 
 
@@ -310,6 +320,7 @@ def entered(cm_factory):
 A = attention
 MHA = attention.MultiHeadAttention
 MASK_TS = torch.ones(5, 6, dtype=torch.bool)
+RESHAPE = {("x", "meta device"): "a reshape: no module parameter is read"}
 MASK_OK = {
     (m, r): "a mask of one more axis (read as (B, T, S)) or one fewer broadcasts"
     for m in ("mask", "self_mask", "memory_mask")
@@ -367,7 +378,7 @@ add(
 )
 add(
     "attention.MultiHeadAttention.split_heads",
-    method(MHA, "split_heads", mha, x=X, n_heads=2),
+    method(MHA, "split_heads", mha, x=X, n_heads=2, accepts=RESHAPE),
 )
 add(
     "attention.MultiHeadAttention.attend",
@@ -380,11 +391,15 @@ add(
         v=V4,
         mask=torch.ones(5, 6, dtype=torch.bool),
         need_weights=False,
+        accepts={
+            **MASK_OK,
+            **{(a, "meta device"): "no module parameter is read" for a in "qkv"},
+        },
     ),
 )
 add(
     "attention.MultiHeadAttention.merge_heads",
-    method(MHA, "merge_heads", mha, x=randn(2, 2, 5, 4)),
+    method(MHA, "merge_heads", mha, x=randn(2, 2, 5, 4), accepts=RESHAPE),
 )
 add(
     "attention.MultiHeadAttention.forward",
@@ -586,7 +601,6 @@ add(
         lag=1,
         generator=gen(),
         device="cpu",
-        accepts={("lag", "zero"): "lag 0 copies the current token"},
     ),
 )
 add(
@@ -607,7 +621,7 @@ add(
         data.ToyTranslation,
         "to_text",
         data.ToyTranslation,
-        ids=data.ToyTranslation().sample(2, generator=gen()).src,
+        ids=data.ToyTranslation().sample(2, generator=gen()).src[0],
     ),
 )
 add(
@@ -756,7 +770,7 @@ add(
 
 # ---- device
 add("device.get_device", fn(device.get_device))
-add("device.set_seed", fn(device.set_seed, seed=0, accepts=SEED0))
+add("device.set_seed", fn(device.set_seed, seed=0, accepts=ANY_SEED))
 add("device.autocast", custom(device.autocast, entered(device.autocast), device="cpu"))
 
 # ---- distributed (Chapter 7)
@@ -823,9 +837,7 @@ add(
     fn(
         E.online_softmax_update,
         **ROWS,
-        accepts=batched(
-            "row_max", "row_sum", "acc", "scores", "v_block", empty=("acc", "v_block")
-        ),
+        accepts=batched("row_max", "row_sum", "acc", "scores", "v_block", empty=()),
     ),
 )
 add(
@@ -902,7 +914,7 @@ add(
         n_features=6,
         causal=True,
         seed=0,
-        accepts=SEED0,
+        accepts=ANY_SEED,
     ),
 )
 add(
@@ -912,7 +924,7 @@ add(
         "redraw",
         lambda: E.PerformerAttention(8, 2, 6),
         seed=1,
-        accepts=SEED0,
+        accepts=ANY_SEED,
     ),
 )
 add(
@@ -1495,7 +1507,7 @@ add(
     "experiments.variants.format_batch",
     fn(
         VA.format_batch,
-        name="gpt",
+        name="GPT",
         tok=Lazy(bpe),
         text=Lazy(lambda: VA.raw_batches(bpe(), VA.train_stream(), 1, 0)[0][0]),
         tasks=Lazy(lambda: VA.raw_batches(bpe(), VA.train_stream(), 1, 0)[0][1]),
@@ -1532,8 +1544,8 @@ add(
     "experiments.variants_probes.score_model",
     fn(
         VP.score_model,
-        name="gpt",
-        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["gpt"]),
+        name="GPT",
+        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["GPT"]),
         tok=Lazy(bpe),
         probes=Lazy(VA.probe_set),
         skip={"tok": TOK},
@@ -1543,8 +1555,8 @@ add(
     "experiments.variants_probes.top_guesses",
     fn(
         VP.top_guesses,
-        name="gpt",
-        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["gpt"]),
+        name="GPT",
+        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["GPT"]),
         tok=Lazy(bpe),
         probes=Lazy(VA.probe_set),
         cut=False,
@@ -1556,7 +1568,7 @@ add(
     "experiments.variants_uses.heldout_perplexity",
     fn(
         VU.heldout_perplexity,
-        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["gpt"]),
+        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["GPT"]),
         tok=Lazy(bpe),
         skip={"tok": TOK},
         slow=SEEDS_TEST.format("variants"),
@@ -1566,7 +1578,7 @@ add(
     "experiments.variants_uses.pooled_topic_accuracy",
     fn(
         VU.pooled_topic_accuracy,
-        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["bert"]),
+        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["BERT"]),
         tok=Lazy(bpe),
         how="mean",
         steps=1,
@@ -1578,7 +1590,7 @@ add(
     "experiments.variants_uses.finetune_topic",
     fn(
         VU.finetune_topic,
-        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["t5"]),
+        model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["T5"]),
         tok=Lazy(bpe),
         steps=1,
         seed=0,
@@ -1613,7 +1625,7 @@ add(
     ),
 )
 EV = exp_vision
-add("experiments.vision.make_model", fn(EV.make_model, kind="vit"))
+add("experiments.vision.make_model", fn(EV.make_model, kind="ViT"))
 add("experiments.vision.n_parameters", fn(EV.n_parameters, model=Lazy(tiny_vit)))
 add(
     "experiments.vision.train_classifier",
@@ -1753,7 +1765,7 @@ add(
 # ---- measure (Chapters 1, 7)
 add(
     "measure.jacobian_norms",
-    fn(measure.jacobian_norms, fn=torch.tanh, x=randn(1, 3, 2)),
+    fn(measure.jacobian_norms, fn=lambda x: x.tanh().sum(dim=1), x=randn(1, 3, 2)),
 )
 add("measure.spectral_radius", fn(measure.spectral_radius, weight=randn(3, 3)))
 add(
@@ -1768,6 +1780,7 @@ add(
         fn=torch.tanh,
         x=randn(2, 3).requires_grad_(),
         exclude=(),
+        skip={"x": PASSED_ON},
     ),
 )
 add(
@@ -1777,6 +1790,7 @@ add(
         lambda fn, x: measure.peak_memory(fn, x),
         fn=torch.tanh,
         x=randn(2, 3),
+        skip={"x": PASSED_ON},
     ),
 )
 
@@ -1804,6 +1818,7 @@ add(
         "forward",
         lambda: M.TokenEmbedding(11, 8, 8, 0.0),
         idx=ids(2, 5),
+        accepts={("idx", "empty"): EMPTY_BATCH},
     ),
 )
 add(
@@ -1857,7 +1872,6 @@ add(
         eos_id=2,
         max_new_tokens=3,
         accepts={
-            ("max_new_tokens", "zero"): "returns the prompt",
             ("bos_id", "zero"): "id 0 is a token",
             ("eos_id", "zero"): "id 0 is a token",
         },
@@ -1930,16 +1944,32 @@ _PAD_MASK = torch.ones(2, 1, 5, dtype=torch.bool)
 add(
     "models.bert.BERT.encode",
     method(
-        M.BERT, "encode", tiny_bert, idx=ids(2, 5), mask=_PAD_MASK, need_weights=False
+        M.BERT,
+        "encode",
+        tiny_bert,
+        idx=ids(2, 5),
+        mask=_PAD_MASK,
+        need_weights=False,
+        accepts=MASK_OK,
     ),
 )
 add(
     "models.bert.BERT.forward",
-    method(M.BERT, "forward", tiny_bert, idx=ids(2, 5), mask=_PAD_MASK),
+    method(
+        M.BERT, "forward", tiny_bert, idx=ids(2, 5), mask=_PAD_MASK, accepts=MASK_OK
+    ),
 )
 add(
     "models.bert.BERT.pooled",
-    method(M.BERT, "pooled", tiny_bert, idx=ids(2, 5), how="mean", mask=_PAD_MASK),
+    method(
+        M.BERT,
+        "pooled",
+        tiny_bert,
+        idx=ids(2, 5),
+        how="mean",
+        mask=_PAD_MASK,
+        accepts=MASK_OK,
+    ),
 )
 add(
     "models.bert.mask_tokens",
@@ -1952,7 +1982,8 @@ add(
         generator=gen(),
         mask_prob=0.15,
         accepts={
-            ("mask_prob", "zero"): "nothing is masked",
+            ("ids", "rank-1"): "(T,) is documented",
+            ("ids", "empty"): EMPTY_BATCH,
             ("mask_id", "zero"): "id 0 may be the mask",
         },
     ),

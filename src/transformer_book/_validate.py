@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -112,6 +113,18 @@ def check_has_values(name: str, x: Tensor) -> None:
     """A tensor whose values are read must not be on the meta device."""
     if x.is_meta:
         raise ValueError(f"{name} is on the meta device, which holds no values")
+
+
+def check_id_list(name: str, ids: object, vocab_size: int | None = None) -> list[int]:
+    """A sequence of int token ids (each in [0, vocab_size) if given), as a list."""
+    if isinstance(ids, str | bytes | Tensor) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(ids).__name__}")
+    out = [check_int(f"{name}[{i}]", x, minimum=0) for i, x in enumerate(ids)]
+    if vocab_size is not None and any(x >= vocab_size for x in out):
+        raise ValueError(
+            f"{name} holds ids outside [0, vocab_size={vocab_size}): {out[:8]}"
+        )
+    return out
 
 
 def check_float_input(name: str, x: object, shape: str, dim: int | None = None):
@@ -213,6 +226,10 @@ def check_device(name: str, device: object) -> None:
         torch.device(device)
     except RuntimeError as err:
         raise ValueError(f"{name}={device!r} is not a device: {err}") from None
+    try:  # a device this machine has (an int means an accelerator's index)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as err:
+        raise ValueError(f"{name}={device!r} is not available here: {err}") from None
 
 
 def check_generator(name: str, generator: object) -> None:

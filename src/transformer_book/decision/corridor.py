@@ -14,6 +14,8 @@ from torch import Tensor
 
 from .._validate import (
     check_float_input,
+    check_generator,
+    check_has_values,
     check_int,
     check_real,
     check_tensor,
@@ -73,6 +75,7 @@ def optimal_expected_return(
 def _check_ids(name: str, x: object, high: int, shape: str, dim: int) -> None:
     """An integer tensor of ``dim`` dimensions with values in [0, high)."""
     check_tensor(name, x, "int")
+    check_has_values(name, x)
     if x.dim() != dim:
         raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
     if x.device.type == "cpu" and x.numel() > 0:  # cheap on the CPU, as check_token_ids
@@ -103,6 +106,11 @@ def corridor_step(
     check_real("slip", slip, 0.0, 1.0)
     _check_ids("positions", positions, length, "(B,)", dim=1)
     _check_ids("actions", actions, N_ACTIONS, "(B,)", dim=1)
+    if positions.device != actions.device:
+        raise ValueError(
+            f"positions is on {positions.device} but actions on {actions.device}"
+        )
+    check_generator("generator", generator)
     if positions.shape != actions.shape:
         raise ValueError(
             f"positions {tuple(positions.shape)} and actions {tuple(actions.shape)} "
@@ -125,7 +133,10 @@ def returns_to_go(rewards: Tensor, gamma: float = 1.0) -> Tensor:
     Shapes: rewards (..., T) -> (..., T), time on the last axis
     """
     check_float_input("rewards", rewards, "(..., T)")
+    check_has_values("rewards", rewards)
     gamma = check_real("gamma", gamma, 0.0, 1.0)
+    if rewards.shape[-1] == 0:  # no steps: no returns
+        return rewards.clone()
     out = torch.empty_like(rewards)
     running = torch.zeros_like(rewards[..., 0])  # (...,)
     for t in range(rewards.shape[-1] - 1, -1, -1):

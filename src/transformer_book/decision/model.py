@@ -13,7 +13,9 @@ from torch import Tensor, nn
 
 from .._validate import (
     check_float_input,
+    check_instance,
     check_int,
+    check_on,
     check_real,
 )
 from ..attention import causal_mask
@@ -47,6 +49,7 @@ class DecisionConfig:
         check_int("n_heads", self.n_heads, minimum=1)
         check_int("d_ff", self.d_ff, minimum=1)
         check_real("return_scale", self.return_scale, low=0.0, low_open=True)
+        check_real("dropout", self.dropout, 0.0, 1.0, high_open=True)
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
@@ -69,6 +72,7 @@ class DecisionTransformer(nn.Module):
 
     def __init__(self, cfg: DecisionConfig):
         super().__init__()
+        check_instance("cfg", cfg, DecisionConfig)
         self.cfg = cfg
         self.embed_return = nn.Linear(1, cfg.d_model)
         self.embed_state = nn.Embedding(cfg.n_states, cfg.d_model)
@@ -123,6 +127,9 @@ class DecisionTransformer(nn.Module):
                     f"{name} {tuple(x.shape)} and states {tuple(states.shape)} must "
                     "have the same shape (B, T)"
                 )
+        weight = self.embed_return.weight
+        for name, x in [("states", states), *given]:
+            check_on(name, x, weight)
         if states.shape[1] > cfg.horizon:
             raise ValueError(
                 f"states has {states.shape[1]} steps, more than horizon={cfg.horizon}"

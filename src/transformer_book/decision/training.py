@@ -17,6 +17,8 @@ from torch import Tensor
 
 from .._validate import (
     check_float_input,
+    check_has_values,
+    check_instance,
     check_int,
     check_real,
 )
@@ -78,6 +80,9 @@ def train_decision_transformer(
     check_int("seed", seed, minimum=0)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
+    check_real("lr", lr, low=0.0, low_open=True)
+    if cfg is not None:
+        check_instance("cfg", cfg, DecisionConfig)
     data = offline_dataset(seed=seed) if data is None else data
     if not isinstance(data, Trajectories):
         raise TypeError(f"data must be Trajectories, got {type(data).__name__}")
@@ -182,6 +187,7 @@ def rank_correlation(x: Tensor, y: Tensor) -> float:
     """
     for name, v in (("x", x), ("y", y)):
         check_float_input(name, v, "(N,)", dim=1)
+        check_has_values(name, v)
     if len(x) != len(y) or len(x) < 2:
         raise ValueError(
             f"x {tuple(x.shape)} and y {tuple(y.shape)} must have one length N >= 2"
@@ -225,8 +231,13 @@ def run_decision(
     and mean returns for comparison. About 4 s on a 2-core CPU.
     """
     check_int("seed", seed, minimum=0)
+    check_int("steps", steps, minimum=1)
+    check_int("n_episodes", n_episodes, minimum=1)
+    if isinstance(targets, str) or not isinstance(targets, Sequence):
+        raise TypeError(f"targets must be a tuple of returns, got {targets!r}")
     if not targets:
         raise ValueError("targets must hold at least one return")
+    _targets("targets", targets)  # before training, not after it
     data = offline_dataset(seed=seed)
     model, history = train_decision_transformer(seed, steps, data, device=device)
     returns = rollout(model, targets, n_episodes, seed + 2)  # (K, n_episodes)
@@ -253,6 +264,7 @@ def run_decision(
 
 def decision_claims(run: DecisionRun) -> dict[str, bool]:
     """The claims Chapter 8 states about ``run``, each checked (True = it holds)."""
+    check_instance("run", run, DecisionRun)
     below_top = zip(run.targets[:-1], run.achieved[:-1], strict=True)
     top = run.achieved[-1]
     return {

@@ -85,7 +85,7 @@ def positive_random_features(x: Tensor, features: Tensor) -> Tensor:
     Shapes: x: (..., T, d)   features: (M, d); returns (..., T, M)
     """
     check_tensor("x", x, "float")
-    _check_features(features, x)
+    _check_features(features, x, "x")
     logits = _feature_logits(x, features.to(x.dtype))  # (..., T, M)
     return torch.exp(logits) / math.sqrt(features.shape[0])
 
@@ -180,7 +180,7 @@ def _stable_features(x: Tensor, features: Tensor, over: tuple[int, ...]) -> Tens
     return torch.exp(logits) / math.sqrt(features.shape[0])
 
 
-def _check_features(features: object, x: Tensor) -> None:
+def _check_features(features: object, x: Tensor, x_name: str = "q") -> None:
     check_tensor("features", features, "float")
     if (
         features.dim() != 2
@@ -188,13 +188,11 @@ def _check_features(features: object, x: Tensor) -> None:
         or features.shape[1] != x.shape[-1]
     ):
         raise ValueError(
-            f"features must have shape (M, d={x.shape[-1]}) with M >= 1, "
-            f"got {tuple(features.shape)}"
+            f"features must have shape (M, d={x.shape[-1]}) with M >= 1 to match "
+            f"{x_name} {tuple(x.shape)}, got {tuple(features.shape)}"
         )
     if features.device != x.device:
-        raise ValueError(
-            f"features is on {features.device} but the input on {x.device}"
-        )
+        raise ValueError(f"features is on {features.device} but {x_name} on {x.device}")
 
 
 class PerformerAttention(ProjectedHeads):

@@ -69,6 +69,10 @@ def checker(name: str) -> Callable:
         @functools.wraps(check)
         def run(fn: Callable) -> None:
             # Returns None, so that a notebook cell shows only the printed verdict.
+            if not callable(fn):  # a reader's slip, not a wrong answer
+                raise TypeError(
+                    f"fn must be your function (callable), got {type(fn).__name__}"
+                )
             try:
                 check(fn)
             except NotAttempted:

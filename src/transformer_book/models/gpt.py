@@ -202,6 +202,8 @@ def gpt2_init_(model: nn.Module, n_layers: int) -> None:
     small scale; with PyTorch's default initialisation the blocks' outputs would
     drown the 0.02-sized embeddings, and every position would look alike.
     """
+    check_instance("model", model, nn.Module)
+    check_int("n_layers", n_layers, minimum=1)
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear | nn.Embedding):
             std = 0.02
