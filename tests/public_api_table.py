@@ -391,10 +391,7 @@ add(
         v=V4,
         mask=torch.ones(5, 6, dtype=torch.bool),
         need_weights=False,
-        accepts={
-            **MASK_OK,
-            **{(a, "meta device"): "no module parameter is read" for a in "qkv"},
-        },
+        accepts=MASK_OK,
     ),
 )
 add(
@@ -552,6 +549,10 @@ add(
         options=("a", "b"),
         answer=0,
         why=("yes", "no"),
+        accepts={
+            ("prompt", "unknown str"): "any question",
+            ("answer", "zero"): "option 0",
+        },
     ),
 )
 add("concepts.concept_check", fn(concepts.concept_check, section="2.1", lang="en"))
@@ -668,7 +669,10 @@ add(
         D.returns_to_go,
         rewards=torch.tensor([[0.0, 1.0, 1.0]]),
         gamma=0.9,
-        accepts={("gamma", "zero"): "gamma 0: the reward alone"},
+        accepts={
+            **batched("rewards", empty=()),
+            ("rewards", "empty"): "no steps: no returns",
+        },
     ),
 )
 add(
@@ -2068,6 +2072,13 @@ OWNED_BY_DECODE_REWRITE = {
 }
 DECODE_REWRITE_XFAIL: dict[tuple[str, str, str], str] = {}
 
+# Entries of modules outside issue 24's scope (its fixes covered models/,
+# efficient/, pretrained, vision, decision, speed, measure, tokenizer, corpus and
+# the fused attention path) that still fail a generated case: each is an expected
+# failure until its module is hardened, and the test fails once it passes, so that
+# the entry leaves this list. Filled in below, after the table.
+GAPS: dict[str, str] = {}
+
 # ---- plot
 P = plot
 add("plot.use_book_style", fn(P.use_book_style))
@@ -2677,5 +2688,96 @@ add(
 )
 
 # ---------------------------------------------------------------- dtype policy
-# entry point -> (policy, () -> (call(x), the argument's name, a float32 input))
-DTYPE_POLICY = {}
+# entry point -> (policy, () -> (call(x), the argument's name, a float32 input)).
+# "follow": a function without weights computes in its inputs' dtype (scores and
+# softmax in at least float32). "refuse": a module whose weights meet an input of
+# another dtype raises a TypeError naming it (convert the module, or use autocast),
+# as nn.Linear does, but with the argument's name. "cast": a model whose input is
+# data (pixels, returns) casts it to its weights' dtype, as preprocessing does.
+_QKV = (K, V)
+
+
+def _function(f):
+    return lambda: (lambda x: f(x, *(t.to(x.dtype) for t in _QKV)), "q", Q)
+
+
+def _module(make, arg="x", x=X, **kw):
+    def build():
+        torch.manual_seed(0)
+        module = make()
+        return (lambda y: module(y, **kw)), arg, x
+
+    return build
+
+
+_DT_CFG = decision.DecisionConfig(d_model=8, d_ff=8)
+_SAR = dict(states=torch.tensor([[0, 1, 2]]), actions=torch.tensor([[2, 2, 2]]))
+DTYPE_POLICY = {
+    "attention.scaled_dot_product_attention": (
+        "follow",
+        _function(lambda q, k, v: A.scaled_dot_product_attention(q, k, v)[0]),
+    ),
+    "attention.fused_scaled_dot_product_attention": (
+        "follow",
+        _function(A.fused_scaled_dot_product_attention),
+    ),
+    "efficient.tiled.blockwise_attention": (
+        "follow",
+        _function(lambda q, k, v: E.blockwise_attention(q, k, v, block_size=2)),
+    ),
+    "efficient.performer.performer_attention": (
+        "follow",
+        _function(lambda q, k, v: E.performer_attention(q, k, v[..., :4], FEAT)),
+    ),
+    "positional.apply_rope": ("follow", lambda: (PO.apply_rope, "x", Q)),
+    "attention.MultiHeadAttention.forward": (
+        "refuse",
+        _module(lambda: MHA(8, 2), "query"),
+    ),
+    "blocks.FeedForward.forward": ("refuse", _module(lambda: B.FeedForward(8, 16))),
+    "blocks.EncoderBlock.forward": (
+        "refuse",
+        _module(lambda: B.EncoderBlock(8, 2, 16)),
+    ),
+    "blocks.DecoderBlock.forward": (
+        "refuse",
+        _module(lambda: B.DecoderBlock(8, 2, 16), memory=randn(2, 4, 8)),
+    ),
+    "efficient.linformer.LinformerAttention.forward": (
+        "refuse",
+        _module(lambda: E.LinformerAttention(8, 2, 5, 3)),
+    ),
+    "efficient.performer.PerformerAttention.forward": (
+        "refuse",
+        _module(lambda: E.PerformerAttention(8, 2, 6)),
+    ),
+    "models.t5.RelativeSelfAttention.forward": (
+        "refuse",
+        _module(
+            lambda: M.t5.RelativeSelfAttention(8, 2, 0.0, PO.RelativePositionBias(2)),
+            "query",
+        ),
+    ),
+    "position_lm.PositionalSelfAttention.forward": (
+        "refuse",
+        _module(lambda: PL.PositionalSelfAttention(8, 2)),
+    ),
+    "positional.LearnedPositionalEmbedding.forward": (
+        "refuse",
+        _module(lambda: PO.LearnedPositionalEmbedding(8, 8)),
+    ),
+    "recurrent.VanillaRNN.forward": ("refuse", _module(lambda: R.VanillaRNN(8, 4))),
+    "recurrent.LSTM.forward": ("refuse", _module(lambda: R.LSTM(8, 4))),
+    "vision.ViT.forward": (
+        "cast",
+        _module(lambda: VI.ViT(VI.ViTConfig(d_model=8, d_ff=8)), "images", IMAGES),
+    ),
+    "vision.MLPBaseline.forward": ("cast", _module(VI.MLPBaseline, "images", IMAGES)),
+    "vision.CNNBaseline.forward": ("cast", _module(VI.CNNBaseline, "images", IMAGES)),
+    "decision.model.DecisionTransformer.forward": (
+        "cast",
+        _module(
+            lambda: decision.DecisionTransformer(_DT_CFG), "returns_to_go", RTG, **_SAR
+        ),
+    ),
+}

@@ -34,6 +34,7 @@ import torch
 from public_api_table import (
     DECODE_REWRITE_XFAIL,
     DTYPE_POLICY,
+    GAPS,
     OWNED_BY_DECODE_REWRITE,
     RECORDS,
     TABLE,
@@ -227,6 +228,11 @@ def test_contract(key):
             continue
         reason = DECODE_REWRITE_XFAIL.get((key, arg, label))
         (expected if reason else failures).append(f"{arg}={label}: {problem}")
+        if key in GAPS:
+            break  # a known gap: one failing case shows it is still open
+    if key in GAPS:
+        assert failures, f"{key} now keeps the promise: remove it from GAPS"
+        pytest.xfail(f"{GAPS[key]}: {failures[0]}")
     assert not failures, f"{key}: " + "\n  ".join(failures)
     if expected:
         assert key in OWNED_BY_DECODE_REWRITE

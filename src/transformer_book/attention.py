@@ -165,7 +165,8 @@ def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
         raise ValueError("lengths is empty: pass max_len to size the mask")
     t = int(lengths.max()) if max_len is None else check_int("max_len", max_len, 0)
     if (lengths < 0).any() or (lengths > t).any():
-        raise ValueError(f"lengths must lie in [0, {t}], got {lengths.tolist()}")
+        bound = f"max_len={t}" if max_len is not None else str(t)
+        raise ValueError(f"lengths must lie in [0, {bound}], got {lengths.tolist()}")
     positions = torch.arange(t, device=lengths.device)  # (T,)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (B, 1, T)
 
@@ -366,6 +367,11 @@ class MultiHeadAttention(nn.Module):
                 "embed_dim, add_bias_kv=False and add_zero_attn=False"
             )
         has_bias = m.in_proj_bias is not None
+        if (m.out_proj.bias is not None) != has_bias:
+            raise ValueError(
+                "from_torch cannot copy an nn.MultiheadAttention whose input and "
+                "output projections differ in having a bias"
+            )
         new = cls(m.embed_dim, m.num_heads, dropout=m.dropout, bias=has_bias)
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
         w_q, w_k, w_v = m.in_proj_weight.detach().chunk(3, dim=0)

@@ -20,7 +20,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_device, check_int, check_real, check_tensor
+from ._validate import (
+    check_device,
+    check_int,
+    check_like_module,
+    check_real,
+    check_tensor,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -84,6 +90,7 @@ class LearnedPositionalEmbedding(nn.Module):
                 f"sequence length {t} exceeds max_len={self.max_len}: the table has "
                 f"no row for position {missing}"
             )
+        check_like_module("x", x, self.table.weight)  # no silent promotion
         return x + self.table.weight[:t]  # (B, T, D) + (T, D)
 
 

@@ -197,6 +197,14 @@ def bert_config_from_hf(config: Mapping, dropout: float | None = None) -> BERTCo
         )
     if dropout is not None:
         check_real("dropout", dropout, 0.0, 1.0, high_open=True)
+    elif config.get("attention_probs_dropout_prob", 0.1) != config.get(
+        "hidden_dropout_prob", 0.1
+    ):  # one dropout rate in the book's BERT (0.1: BertConfig's defaults)
+        raise ValueError(
+            "config['attention_probs_dropout_prob'] differs from "
+            "config['hidden_dropout_prob']: the book's BERT has one rate; pass "
+            "dropout= to choose it"
+        )
     try:
         return BERTConfig(
             vocab_size=config["vocab_size"],
