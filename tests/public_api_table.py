@@ -320,6 +320,11 @@ def entered(cm_factory):
 A = attention
 MHA = attention.MultiHeadAttention
 MASK_TS = torch.ones(5, 6, dtype=torch.bool)
+RESHAPE_ANY = {
+    (a, r): "a reshape: any dtype, size or device"
+    for a in ("images", "patches")
+    for r in ("dtype torch.int64", "empty", "meta device")
+}
 RESHAPE = {("x", "meta device"): "a reshape: no module parameter is read"}
 MASK_OK = {
     (m, r): "a mask of one more axis (read as (B, T, S)) or one fewer broadcasts"
@@ -1769,7 +1774,15 @@ add(
 # ---- measure (Chapters 1, 7)
 add(
     "measure.jacobian_norms",
-    fn(measure.jacobian_norms, fn=lambda x: x.tanh().sum(dim=1), x=randn(1, 3, 2)),
+    fn(
+        measure.jacobian_norms,
+        fn=lambda x: x.tanh().sum(dim=1),
+        x=randn(1, 3, 2),
+        accepts={
+            ("x", "empty"): "D = 0: every norm is 0",
+            ("x", "meta device"): "computes on x's device",
+        },
+    ),
 )
 add("measure.spectral_radius", fn(measure.spectral_radius, weight=randn(3, 3)))
 add(
@@ -2027,6 +2040,7 @@ add(
         ),
         query=X,
         mask=torch.ones(5, 5, dtype=torch.bool),
+        accepts=MASK_OK,
     ),
 )
 add(
@@ -2038,16 +2052,33 @@ add(
         noise_density=0.3,
         mean_span_length=2.0,
         generator=gen(),
+        accepts={("ids", "rank-1"): "(T,) is documented"},
     ),
 )
 _SPANS = M.span_corrupt(ids(2, 8, high=5) + 5, [1, 2, 3, 4], 0.3, 2.0, gen())
 add(
     "models.t5.span_restore",
-    fn(M.span_restore, inputs=_SPANS[0], targets=_SPANS[1], sentinel_ids=[1, 2, 3, 4]),
+    fn(
+        M.span_restore,
+        inputs=_SPANS[0],
+        targets=_SPANS[1],
+        sentinel_ids=[1, 2, 3, 4],
+        accepts={("inputs", "empty"): "no tokens: nothing to restore"},
+    ),
 )
+FILTER_OK = {
+    **batched("logits", empty=()),
+    ("logits", "meta device"): "computes on logits' device",
+}
 LOGITS = randn(2, 11)
-add("models.sampling.top_k_filter", fn(M.top_k_filter, logits=LOGITS, k=3))
-add("models.sampling.top_p_filter", fn(M.top_p_filter, logits=LOGITS, p=0.9))
+add(
+    "models.sampling.top_k_filter",
+    fn(M.top_k_filter, logits=LOGITS, k=3, accepts=FILTER_OK),
+)
+add(
+    "models.sampling.top_p_filter",
+    fn(M.top_p_filter, logits=LOGITS, p=0.9, accepts=FILTER_OK),
+)
 add(
     "models.sampling.sample_next",
     fn(
@@ -2070,7 +2101,31 @@ OWNED_BY_DECODE_REWRITE = {
     "models.sampling.top_p_filter",
     "models.sampling.sample_next",
 }
-DECODE_REWRITE_XFAIL: dict[tuple[str, str, str], str] = {}
+_REWRITE = "fixed by the decode rewrite (issue 28)"
+DECODE_REWRITE_XFAIL: dict[tuple[str, str, str], str] = {
+    (key, arg, label): _REWRITE
+    for key, cases in {
+        "models.gpt.GPT.forward_cached": {"cache": ("str", "int")},
+        "models.gpt.GPT.generate": {
+            "max_new_tokens": ("bool",),
+            "temperature": ("nan", "inf"),
+        },
+        "models.sampling.sample_next": {
+            "logits": ("empty", "meta device"),
+            "temperature": ("nan", "inf"),
+        },
+        "models.sampling.top_k_filter": {
+            "logits": ("empty",),
+            "k": ("bool", "float", "str", "zero", "negative", "None"),
+        },
+        "models.sampling.top_p_filter": {
+            "logits": ("empty",),
+            "p": ("bool", "str", "nan", "inf", "-inf", "None"),
+        },
+    }.items()
+    for arg, labels in cases.items()
+    for label in labels
+}
 
 # Entries of modules outside issue 24's scope (its fixes covered models/,
 # efficient/, pretrained, vision, decision, speed, measure, tokenizer, corpus and
@@ -2581,10 +2636,24 @@ add(
         skip={"tokenizer": TOK},
     ),
 )
-add("tokenizer.blocks", fn(TK.blocks, stream=STREAM, block_len=4))
+add(
+    "tokenizer.blocks",
+    fn(
+        TK.blocks,
+        stream=STREAM,
+        block_len=4,
+        accepts={("stream", "meta device"): "a view: any device"},
+    ),
+)
 add(
     "tokenizer.random_blocks",
-    fn(TK.random_blocks, stream=STREAM, batch_size=2, block_len=4, generator=gen()),
+    fn(
+        TK.random_blocks,
+        stream=STREAM,
+        batch_size=2,
+        block_len=4,
+        generator=gen(),
+    ),
 )
 
 # ---- train (Chapters 1-5)
@@ -2634,10 +2703,17 @@ add(
 # ---- vision (Chapter 8)
 VI = vision
 add("vision.load_digit_images", fn(VI.load_digit_images, split="test"))
-add("vision.patchify", fn(VI.patchify, images=IMAGES, patch=2))
+add("vision.patchify", fn(VI.patchify, images=IMAGES, patch=2, accepts=RESHAPE_ANY))
 add(
     "vision.unpatchify",
-    fn(VI.unpatchify, patches=VI.patchify(IMAGES, 2), patch=2, height=8, width=8),
+    fn(
+        VI.unpatchify,
+        patches=VI.patchify(IMAGES, 2),
+        patch=2,
+        height=8,
+        width=8,
+        accepts=RESHAPE_ANY,
+    ),
 )
 add(
     "vision.ViTConfig",

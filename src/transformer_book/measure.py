@@ -76,6 +76,8 @@ def spectral_radius(weight: Tensor) -> float:
         raise ValueError(
             f"weight must be a non-empty square matrix, got {tuple(weight.shape)}"
         )
+    if weight.is_meta:
+        raise ValueError("weight is on the meta device, which holds no values")
     weight = weight.detach().double().cpu()
     if not torch.isfinite(weight).all():
         raise ValueError("weight holds NaN or inf: it has no spectral radius")
@@ -102,6 +104,10 @@ def saved_tensor_bytes(
     activation memory that training needs on top of the model itself.
     """
     _check_callable("fn", fn)
+    if isinstance(exclude, Tensor | str) or not isinstance(exclude, Iterable):
+        raise TypeError(
+            f"exclude must be an iterable of tensors, got {type(exclude).__name__}"
+        )
     exclude = list(exclude)
     for i, t in enumerate(exclude):
         check_tensor(f"exclude[{i}]", t)

@@ -297,7 +297,8 @@ def _check_stream(stream: Tensor, block_len: int) -> None:
     block_len = check_int("block_len", block_len, minimum=1)
     if block_len > len(stream):
         raise ValueError(
-            f"block_len must be an int in [1, {len(stream)}], got {block_len!r}"
+            f"block_len must be an int in [1, len(stream)={len(stream)}], got "
+            f"{block_len!r}"
         )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..._validate import check_instance, check_int
 from ...models import BERT
 from .grammar import shuffle_words, syntax_sentences
 from .measures import (
@@ -81,6 +82,9 @@ def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> Heads
     ``seed`` draws the corpus sentences, the grammar's two samples (choose on
     one, test on the other) and the random heads of the control ablations.
     """
+    check_instance("model", model, BERT)
+    check_int("seed", seed, minimum=0)
+    check_int("n_random", n_random, minimum=1)
     from ...corpus import sentences
     from ...pretrained import sentence_embeddings, tokenize
 
