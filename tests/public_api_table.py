@@ -139,11 +139,13 @@ def method(cls, name, make, accepts=None, skip=None, slow=None, only=None, **kwa
 
 
 class Lazy:
-    """A value built at call time (fresh, or too slow to build at import)."""
+    """A value built at its first call (too slow to build at import), then kept:
+    every bad value is derived from it, never written into it."""
 
     def __init__(self, make):
         self.make = make
 
+    @functools.cache  # noqa: B019 - one value per Lazy, for the whole session
     def __call__(self):
         return self.make()
 
@@ -743,9 +745,10 @@ add(
         D.rollout,
         model=Lazy(tiny_dt),
         target_return=[2.0, 4.0],
-        n_episodes=2,
+        n_episodes=1,
         seed=0,
         accepts=SEED0,
+        slow="plays whole episodes: tests/test_decision.py",
     ),
 )
 add(
@@ -765,6 +768,7 @@ add(
         targets=(2.0, 4.0),
         n_episodes=2,
         device="cpu",
+        slow=SEEDS_TEST.format("decision"),
         accepts=SEED0,
     ),
 )
@@ -1135,7 +1139,8 @@ _MODEL = Lazy(lambda: H.make_model(2))
 add("experiments.heads.evaluate", fn(H.evaluate, model=_MODEL, test=_TEST))
 add("experiments.heads.maps_of", fn(H.maps_of, model=_MODEL, test=_TEST))
 _MAPS = Lazy(lambda: H.maps_of(H.make_model(2), H.make_test_set(8)))
-add("experiments.heads.relation_scores", fn(H.relation_scores, maps=_MAPS, test=_TEST))
+_MAPS1 = Lazy(lambda: _MAPS()[0])  # one layer's: (B, H, T, T)
+add("experiments.heads.relation_scores", fn(H.relation_scores, maps=_MAPS1, test=_TEST))
 add(
     "experiments.heads.classify_heads",
     fn(
@@ -1189,8 +1194,9 @@ add(
         LK.LookupAttention,
         "attend",
         lambda: LK.LookupAttention(5, 4, 4, 4),
-        items=randn(2, 3, 8),
-        query=randn(2, 4),
+        keys=_LB.keys,
+        values=_LB.values,
+        query=_LB.query,
     ),
 )
 add(
@@ -1199,8 +1205,9 @@ add(
         LK.UniformAverage,
         "attend",
         lambda: LK.UniformAverage(5, 4, 4, 4),
-        items=randn(2, 3, 8),
-        query=randn(2, 4),
+        keys=_LB.keys,
+        values=_LB.values,
+        query=_LB.query,
     ),
 )
 add(
@@ -1452,6 +1459,7 @@ add(
         lr_lambda=None,
         device="cpu",
         accepts=SEED0,
+        slow=SEEDS_TEST.format("translation"),
     ),
 )
 add(
@@ -1481,10 +1489,11 @@ add(
         norm_first=True,
         seed=0,
         n_layers=1,
-        steps=1,
+        steps=10,
         lr=1e-3,
         device="cpu",
         accepts=SEED0,
+        slow=SEEDS_TEST.format("translation"),
     ),
 )
 add(
@@ -1557,6 +1566,7 @@ add(
         model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["GPT"]),
         tok=Lazy(bpe),
         probes=Lazy(VA.probe_set),
+        slow=SEEDS_TEST.format("variants"),
         skip={"tok": TOK},
     ),
 )
@@ -1651,7 +1661,12 @@ add(
 )
 add(
     "experiments.vision.test_accuracy",
-    fn(EV.test_accuracy, model=Lazy(tiny_vit), split="test"),
+    fn(
+        EV.test_accuracy,
+        model=Lazy(tiny_vit),
+        split="test",
+        slow=SEEDS_TEST.format("vision"),
+    ),
 )
 add(
     "experiments.vision.run_digits",
@@ -2206,7 +2221,7 @@ add(
     fn(
         P.linked_views,
         controls=Lazy(lambda: [_dropdown()]),
-        render=lambda a: P.plt.figure(),
+        render=lambda a: P.figure_view(P.plt.figure()),
     ),
 )
 add("plot.figure_view", fn(P.figure_view, fig=Lazy(P.plt.figure), dpi=50))
@@ -2470,7 +2485,7 @@ add(
     fn(
         probe.attention_on,
         weights=torch.softmax(randn(2, 2, 3, 4), -1),
-        key_index=torch.tensor([0, 3]),
+        key_index=torch.tensor([[0, 3, 1], [2, 0, 3]]),
     ),
 )
 
@@ -2602,6 +2617,7 @@ add(
         TK.CharTokenizer,
         text="abc",
         accepts={("text", "unknown str"): "any text has characters"},
+        slow="times two generations: tests/test_speed.py",
     ),
 )
 add(
@@ -2857,3 +2873,120 @@ DTYPE_POLICY = {
         ),
     ),
 }
+
+# ---------------------------------------------------------------- known gaps
+_EXPERIMENT = "experiments/: a chapter's experiment, outside issue 24's modules"
+_OLDER = "an older module, outside issue 24's modules"
+GAPS.update(
+    {
+        key: _EXPERIMENT
+        for key in (
+            "experiments.bert_heads.grammar.shuffle_words",
+            "experiments.bert_heads.grammar.syntax_sentences",
+            "experiments.bert_heads.measures.ablated",
+            "experiments.bert_heads.measures.attention_maps",
+            "experiments.bert_heads.measures.offset_baseline",
+            "experiments.bert_heads.measures.positional_scores",
+            "experiments.bert_heads.measures.relation_accuracy",
+            "experiments.bert_heads.measures.value_norm_shares",
+            "experiments.bert_heads.study.heads_claims",
+            "experiments.efficiency.LookupReader.forward",
+            "experiments.efficiency.RecallReader",
+            "experiments.efficiency.RecallReader.forward",
+            "experiments.efficiency.RecallReader.read",
+            "experiments.efficiency.kv_cache_bytes",
+            "experiments.efficiency.run_kv_sharing",
+            "experiments.efficiency.run_lookup_approximations",
+            "experiments.efficiency.run_recall_approximations",
+            "experiments.efficiency.scattered_recall",
+            "experiments.extrapolation.ExtrapolationConfig",
+            "experiments.extrapolation.evaluate_lengths",
+            "experiments.extrapolation.run_extrapolation",
+            "experiments.extrapolation.train_scheme",
+            "experiments.heads.classify_heads",
+            "experiments.heads.evaluate",
+            "experiments.heads.evaluate_without",
+            "experiments.heads.fit",
+            "experiments.heads.head_means",
+            "experiments.heads.make_model",
+            "experiments.heads.make_test_set",
+            "experiments.heads.maps_of",
+            "experiments.heads.relation_scores",
+            "experiments.lookup.LookupAttention",
+            "experiments.lookup.LookupAttention.attend",
+            "experiments.lookup.LookupAttention.forward",
+            "experiments.lookup.LookupAttention.items",
+            "experiments.lookup.UniformAverage",
+            "experiments.lookup.UniformAverage.attend",
+            "experiments.lookup.half_norms",
+            "experiments.lookup.lookup_batches",
+            "experiments.lookup.run_lookup",
+            "experiments.lookup.train_lookup",
+            "experiments.pretraining.ScratchClassifier",
+            "experiments.pretraining.ScratchClassifier.forward",
+            "experiments.pretraining.finetune_step_seconds",
+            "experiments.pretraining.label_subset",
+            "experiments.pretraining.run_sample_efficiency",
+            "experiments.pretraining.sample_efficiency_claims",
+            "experiments.pretraining.train_probe",
+            "experiments.pretraining.train_scratch",
+            "experiments.recall.make_model",
+            "experiments.recall.recall_accuracy",
+            "experiments.recall.run_recall",
+            "experiments.scaling.OffsetPowerLawFit.predict",
+            "experiments.scaling.PowerLawFit.predict",
+            "experiments.scaling.run_scaling",
+            "experiments.scaling.scaling_claims",
+            "experiments.scaling.training_flops",
+            "experiments.translation.cross_attention_shares",
+            "experiments.translation.input_blind_loss",
+            "experiments.translation.label_smoothing_floor",
+            "experiments.translation.our_schedule",
+            "experiments.translation.run_deep",
+            "experiments.translation.run_translation",
+            "experiments.translation.smoothed_loss",
+            "experiments.translation.translation_batches",
+            "experiments.translation.translation_config",
+            "experiments.variants.format_batch",
+            "experiments.variants.raw_batches",
+            "experiments.variants.variant_models",
+            "experiments.variants_probes.make_probes",
+            "experiments.variants_probes.score_model",
+            "experiments.variants_probes.top_guesses",
+            "experiments.variants_uses.heldout_perplexity",
+            "experiments.variants_uses.prose_windows",
+            "experiments.variants_uses.train_gpt_on_prose",
+            "experiments.vision.cls_attention_maps",
+        )
+    }
+)
+GAPS.update(
+    {
+        key: _OLDER
+        for key in (
+            "data.translation.ToyTranslation.to_text",
+            "plot.attention_heatmap",
+            "plot.linked_stack",
+            "plot.linked_views",
+            "plot.plot_lines",
+            "position_lm.PositionLM.position_bias",
+            "position_lm.PositionLMConfig",
+            "position_lm.PositionalSelfAttention.forward",
+            "positional.LearnedPositionalEmbedding.forward",
+            "positional.RelativePositionBias.forward",
+            "positional.alibi_bias",
+            "positional.apply_rope",
+            "positional.relative_position_bucket",
+            "probe.AttentionOnlyClassifier.attention_weights",
+            "probe.AttentionOnlyClassifier.embed",
+            "probe.AttentionOnlyClassifier.forward",
+            "probe.ablate_heads",
+            "probe.attention_on",
+            "recurrent.VanillaRNN.forward",
+            "recurrent.lstm_step",
+            "recurrent.rnn_step",
+            "train.accuracy",
+            "train.sequence_accuracy",
+        )
+    }
+)
