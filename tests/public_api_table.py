@@ -237,6 +237,7 @@ TOK = "accepts any object with the tokenizer's methods (duck-typed), used at onc
 SEED0 = {("seed", "zero"): "seed 0 is a seed"}
 ANY_SEED = {**SEED0, ("seed", "negative"): "any int seeds a generator (mod 2**32)"}
 ZERO_OK = "0 is in the documented domain"
+EMPTY_T = "no positions: an empty bias of the right shape"
 EMPTY_BATCH = "an empty batch gives an empty result of the right shape"
 PASSED_ON = "an argument passed on to fn: fn checks it"
 NO_DEVICE = "builds tensors on the given device; meta is a device"
@@ -2167,6 +2168,8 @@ add(
         accepts={
             ("title", "int"): "any printable title",
             ("title", "unknown str"): "any title",
+            ("weights", "list"): "converted with numpy (documented)",
+            ("weights", "dtype torch.int64"): "integer weights draw too",
         },
     ),
 )
@@ -2184,7 +2187,9 @@ add(
         logy=False,
         marker="o",
         accepts={
-            (a, "unknown str"): "any label" for a in ("xlabel", "ylabel", "title")
+            (a, v): "matplotlib prints any label (None: none)"
+            for a in ("xlabel", "ylabel", "title")
+            for v in ("unknown str", "int", "None")
         },
     ),
 )
@@ -2276,6 +2281,7 @@ add(
         x=X,
         bias=randn(2, 5, 5),
         rope=True,
+        accepts=batched("bias", empty=()),
     ),
 )
 
@@ -2293,11 +2299,27 @@ add(
         "forward",
         lambda: PO.LearnedPositionalEmbedding(8, 8),
         x=X,
+        accepts=batched("x", empty=()),
     ),
 )
 add(
     "positional.apply_rope",
-    fn(PO.apply_rope, x=Q, positions=torch.arange(5), base=100.0),
+    fn(
+        PO.apply_rope,
+        x=Q,
+        positions=torch.arange(5),
+        base=100.0,
+        accepts={
+            **batched("x", empty=("x",)),
+            ("x", "meta device"): "computes on x's device",
+            ("positions", "list"): "converted with torch.as_tensor",
+            (
+                "positions",
+                "dtype torch.float32",
+            ): "fractional positions turn by fractional angles",
+            ("positions", "rank+1"): "positions broadcast over the batch",
+        },
+    ),
 )
 add(
     "positional.relative_position_bucket",
@@ -2307,6 +2329,10 @@ add(
         bidirectional=True,
         num_buckets=8,
         max_distance=16,
+        accepts={
+            ("relative_position", r): "elementwise: any shape, list or device"
+            for r in ("list", "rank+1", "rank-1", "empty", "meta device")
+        },
     ),
 )
 add(
@@ -2328,7 +2354,11 @@ add(
         t_q=2,
         t_k=4,
         query_offset=2,
-        accepts={("query_offset", "zero"): ZERO_OK},
+        accepts={
+            ("query_offset", "zero"): ZERO_OK,
+            ("t_q", "zero"): EMPTY_T,
+            ("t_k", "zero"): EMPTY_T,
+        },
     ),
 )
 add("positional.alibi_slopes", fn(PO.alibi_slopes, n_heads=3))
@@ -2341,7 +2371,11 @@ add(
         t_k=4,
         device="cpu",
         query_offset=2,
-        accepts={("query_offset", "zero"): ZERO_OK},
+        accepts={
+            ("query_offset", "zero"): ZERO_OK,
+            ("t_q", "zero"): EMPTY_T,
+            ("t_k", "zero"): EMPTY_T,
+        },
     ),
 )
 
@@ -2420,7 +2454,10 @@ add(
         texts=["a cat.", "the dog sat."],
         pad_id=0,
         skip={"tokenizer": TOK},
-        accepts={("pad_id", "zero"): "[PAD] is id 0"},
+        accepts={
+            ("pad_id", "zero"): "[PAD] is id 0",
+            ("pad_id", "negative"): "-100, the ignored label, pads too",
+        },
     ),
 )
 add(
@@ -2456,13 +2493,14 @@ add(
         cfg=probe.ProbeConfig(vocab_sizes=(5, 6), max_len=4, n_classes=3),
     ),
 )
-_TOKENS = dict(a=ids(2, 4, high=5), b=ids(2, 4, high=6))
+# *tokens: the arguments are named as the messages name them, tokens[0], tokens[1]
+_TOKENS = {"tokens[0]": ids(2, 4, high=5), "tokens[1]": ids(2, 4, high=6)}
 for _m in ("embed", "forward", "attention_weights"):
     add(
         f"probe.AttentionOnlyClassifier.{_m}",
         custom(
             getattr(probe.AttentionOnlyClassifier, _m),
-            lambda a, b, _m=_m: getattr(tiny_probe(), _m)(a, b),
+            lambda _m=_m, **kw: getattr(tiny_probe(), _m)(*kw.values()),
             **_TOKENS,
         ),
     )
@@ -2698,6 +2736,7 @@ add(
         targets=torch.tensor([0, 1, 2, 0]),
         ignore_index=2,
         accepts={
+            ("logits", "dtype torch.int64"): "integer scores have an arg-max too",
             ("ignore_index", "zero"): "class 0 may be ignored",
             ("ignore_index", "negative"): "-100 is the usual ignored label",
         },

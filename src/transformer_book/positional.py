@@ -179,6 +179,10 @@ def relative_position_bucket(
             f"num_buckets={num_buckets} is too small: at least "
             f"{4 if bidirectional else 2} for bidirectional={bool(bidirectional)}"
         )
+    if relative_position is None or isinstance(relative_position, str):
+        raise TypeError(
+            f"relative_position must be a tensor of ints, got {relative_position!r}"
+        )
     relative_position = torch.as_tensor(relative_position)
     check_tensor("relative_position", relative_position, "int")
     buckets = torch.zeros_like(relative_position, dtype=torch.long)
