@@ -3010,15 +3010,11 @@ GAPS.update(
             "plot.plot_lines",
             "position_lm.PositionLM.position_bias",
             "position_lm.PositionLMConfig",
-            "position_lm.PositionalSelfAttention.forward",
             "positional.LearnedPositionalEmbedding.forward",
             "positional.RelativePositionBias.forward",
             "positional.alibi_bias",
             "positional.apply_rope",
             "positional.relative_position_bucket",
-            "probe.AttentionOnlyClassifier.attention_weights",
-            "probe.AttentionOnlyClassifier.embed",
-            "probe.AttentionOnlyClassifier.forward",
             "probe.ablate_heads",
             "probe.attention_on",
             "recurrent.VanillaRNN.forward",
@@ -3027,5 +3023,15 @@ GAPS.update(
             "train.accuracy",
             "train.sequence_accuracy",
         )
+    }
+)
+_SHOWN = (
+    "its source is printed in Chapter {}: the fix waits for the chapter's re-execution"
+)
+GAPS.update(
+    {
+        "attention.MultiHeadAttention.attend": _SHOWN.format("3 and 7"),
+        "models.encoder_decoder.EncoderDecoder.source_mask": _SHOWN.format(5),
+        "experiments.translation.train_translation": _SHOWN.format(5),
     }
 )

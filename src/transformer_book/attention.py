@@ -244,7 +244,6 @@ class MultiHeadAttention(nn.Module):
         Shapes: q (B, H, T, Dh), k and v (B, n_kv_heads, S, Dh)
                 -> (B, H, T, Dh), weights (B, H, T, S) if ``need_weights``
         """
-        self._check_heads(q, k, v, mask)
         group = self.n_heads // self.n_kv_heads
         if group > 1:  # each key/value head serves `group` query heads
             k = k.repeat_interleave(group, dim=1)  # (B, Hkv, S, Dh) -> (B, H, S, Dh)
@@ -320,33 +319,6 @@ class MultiHeadAttention(nn.Module):
             check_mask(name, mask, (batch, t_q, t_k), "(B, T, S)")
         else:
             check_mask(name, mask, (batch, self.n_heads, t_q, t_k), "(B, H, T, S)")
-
-    def _check_heads(self, q, k, v, mask) -> None:
-        """The split heads ``attend`` takes: (B, H, T, Dh) and (B, Hkv, S, Dh)."""
-        for name, x, heads in (
-            ("q", q, self.n_heads),
-            ("k", k, self.n_kv_heads),
-            ("v", v, self.n_kv_heads),
-        ):
-            check_tensor(name, x, "float")
-            if x.dim() != 4 or x.shape[1] != heads or x.shape[3] != self.d_head:
-                raise ValueError(
-                    f"{name} must have shape (B, {heads}, T, d_head={self.d_head}), "
-                    f"got {tuple(x.shape)}"
-                )
-        check_same_batch(("q", "k"), q, k)
-        check_same_batch(("k", "v"), k, v)
-        if k.shape[2] != v.shape[2]:
-            raise ValueError(
-                f"k {tuple(k.shape)} and v {tuple(v.shape)} must have one length S"
-            )
-        if mask is not None:
-            check_mask(
-                "mask",
-                mask,
-                (q.shape[0], self.n_heads, q.shape[2], k.shape[2]),
-                "(B, H, T, S)",
-            )
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

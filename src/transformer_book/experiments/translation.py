@@ -27,7 +27,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_device, check_int
 from ..data import ToyTranslation, TranslationBatch
 from ..device import set_seed
 from ..models import EncoderDecoder, EncoderDecoderConfig
@@ -150,11 +149,6 @@ def train_translation(
     ``lr_lambda(step)`` is the learning rate (default: ``our_schedule(steps)``).
     Returns the model and ``train``'s history.
     """
-    check_int("seed", seed, minimum=0)
-    check_int("steps", steps, minimum=1)
-    if lr_lambda is not None and not callable(lr_lambda):
-        raise TypeError(f"lr_lambda must be callable, got {type(lr_lambda).__name__}")
-    check_device("device", device)
     if lr_lambda is None:
         lr_lambda = our_schedule(steps)
     set_seed(seed)

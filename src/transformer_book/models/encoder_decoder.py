@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._validate import check_int, check_on, check_real, check_tensor, check_token_ids
+from .._validate import check_int, check_real, check_tensor, check_token_ids
 from ..attention import causal_mask
 from ..blocks import DecoderBlock, EncoderBlock
 from ._validation import check_flag
@@ -102,7 +102,6 @@ class EncoderDecoder(nn.Module):
                 f"int32), got dtype {ids.dtype}"
             )
         check_token_ids(name, ids, self.cfg.vocab_size, f"(B, {name[0].upper()})")
-        check_on(name, ids, self.output.weight)
         if not 1 <= ids.shape[1] <= self.cfg.max_len:
             raise ValueError(
                 f"{name} has {ids.shape[1]} positions, outside [1, max_len="
@@ -127,7 +126,6 @@ class EncoderDecoder(nn.Module):
 
     def source_mask(self, src: Tensor) -> Tensor:
         """(B, 1, S) bool, True for real source tokens: queries may not see padding."""
-        self._check_ids("src", src)
         return (src != self.cfg.pad_id)[:, None, :]
 
     def encode(self, src: Tensor) -> Tensor:
