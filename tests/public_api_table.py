@@ -3034,5 +3034,10 @@ GAPS.update(
         "attention.MultiHeadAttention.attend": _SHOWN.format("3 and 7"),
         "models.encoder_decoder.EncoderDecoder.source_mask": _SHOWN.format(5),
         "experiments.translation.train_translation": _SHOWN.format(5),
+        "models.bert.BERT.encode": _SHOWN.format(6),
+        "experiments.variants_uses.pooled_topic_accuracy": _SHOWN.format(6),
+        "experiments.variants_uses.finetune_topic": _SHOWN.format(6),
+        "pretrained.bert_from_hf": _SHOWN.format(8),
+        "decision.corridor.returns_to_go": _SHOWN.format(8),
     }
 )

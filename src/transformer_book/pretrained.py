@@ -41,10 +41,8 @@ from torch import Tensor
 
 from ._validate import (
     check_device,
-    check_instance,
     check_int,
     check_real,
-    check_tensor,
 )
 from .models import BERT, BERTConfig
 
@@ -250,15 +248,8 @@ def bert_from_hf(state: Mapping[str, Tensor], config: BERTConfig) -> BERT:
     A missing weight, a wrong shape, or a name the converter does not know raises
     ``ValueError`` naming it: nothing is loaded halfway.
     """
-    check_instance("config", config, BERTConfig)
-    if config.norm_first:
+    if not isinstance(config, BERTConfig) or config.norm_first:
         raise ValueError("config must be a BERTConfig with norm_first=False")
-    if not isinstance(state, Mapping):
-        raise TypeError(f"state must be a dict of tensors, got {type(state).__name__}")
-    for key, value in state.items():
-        if not isinstance(key, str):
-            raise TypeError(f"state must have str keys, got {key!r}")
-        check_tensor(f"state[{key!r}]", value)
     state = {k.removeprefix("bert."): v for k, v in state.items()}
     prefix = "embeddings."
     wanted = {
@@ -285,7 +276,6 @@ def bert_from_hf(state: Mapping[str, Tensor], config: BERTConfig) -> BERT:
         if theirs not in state:
             raise ValueError(f"state has no {theirs!r}")
         value = state[theirs]
-        check_tensor(f"state[{theirs!r}]", value, "float")
         if tuple(value.shape) != tuple(target[ours].shape):
             raise ValueError(
                 f"state[{theirs!r}] has shape {tuple(value.shape)}, the config "
@@ -293,13 +283,6 @@ def bert_from_hf(state: Mapping[str, Tensor], config: BERTConfig) -> BERT:
             )
         converted[ours] = value
     if segments in state:  # segment A's vector, folded into every position
-        table = state[segments]
-        check_tensor(f"state[{segments!r}]", table, "float")
-        if table.dim() != 2 or table.shape[0] < 1 or table.shape[1] != config.d_model:
-            raise ValueError(
-                f"state[{segments!r}] has shape {tuple(table.shape)}, the config "
-                f"needs (n_types >= 1, d_model={config.d_model})"
-            )
         converted["position.weight"] = converted["position.weight"] + state[segments][0]
     converted["output.weight"] = converted["token.weight"]  # tied
     converted["output.bias"] = torch.zeros(config.vocab_size)

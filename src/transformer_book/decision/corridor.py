@@ -133,10 +133,7 @@ def returns_to_go(rewards: Tensor, gamma: float = 1.0) -> Tensor:
     Shapes: rewards (..., T) -> (..., T), time on the last axis
     """
     check_float_input("rewards", rewards, "(..., T)")
-    check_has_values("rewards", rewards)
     gamma = check_real("gamma", gamma, 0.0, 1.0)
-    if rewards.shape[-1] == 0:  # no steps: no returns
-        return rewards.clone()
     out = torch.empty_like(rewards)
     running = torch.zeros_like(rewards[..., 0])  # (...,)
     for t in range(rewards.shape[-1] - 1, -1, -1):

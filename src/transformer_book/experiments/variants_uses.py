@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_device, check_instance, check_int
 from ..corpus import paragraphs
 from ..device import set_seed
 from ..models import BERT, GPT, T5, GPTConfig
@@ -70,10 +69,6 @@ def pooled_topic_accuracy(
     A logistic regression, fitted full-batch by AdamW on the standardised
     training vectors (deterministic), names the topic of the test sentences.
     """
-    check_instance("model", model, BERT)
-    if how not in ("cls", "mean"):
-        raise ValueError(f"how must be 'cls' or 'mean', got {how!r}")
-    check_int("steps", steps, minimum=1)
     train_pairs, test_pairs = task_pairs(tok, "train"), task_pairs(tok, "test")
     answers = {tok.encode(label)[0]: k for k, label in enumerate(TASK_LABELS)}
     x_train = _pooled(model, [x for x, _ in train_pairs], tok, how)  # (N, D)
@@ -131,10 +126,6 @@ def finetune_topic(
     topic's word). Batches of 32 training pairs, AdamW at 1e-3; the test
     sentences are never seen. ``model`` is changed in place.
     """
-    check_instance("model", model, T5)
-    check_int("steps", steps, minimum=1)
-    check_int("seed", seed, minimum=0)
-    check_device("device", device)
     pairs = task_pairs(tok, "train")
     prefix = tok.encode(TASK_PREFIX)
     gen = torch.Generator().manual_seed(seed + 2)

@@ -105,17 +105,10 @@ class BERT(nn.Module):
 
         Shapes: idx (B, T) -> (B, T, D)
         """
-        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
-        if mask is None:
-            mask = self.padding_mask(idx)
-        else:  # named "mask" and checked here, not deep in the first block
-            check_tensor("mask", mask)
-            if mask.dtype != torch.bool:
-                raise TypeError(
-                    f"mask must be bool (True = may attend), got {mask.dtype}"
-                )
-            B, T = idx.shape
-            self.blocks[0].self_attn._check_mask("mask", mask, B, T, T)
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        mask = self.padding_mask(idx) if mask is None else mask
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be bool (True = may attend), got {mask.dtype}")
         positions = self.position.weight[: idx.shape[1]]  # (T, D)
         x = self.dropout(self.embed_norm(self.token(idx) + positions))  # (B, T, D)
         weights = []
@@ -129,7 +122,19 @@ class BERT(nn.Module):
         return (x, weights) if need_weights else x
 
     def forward(self, idx: Tensor, mask: Tensor | None = None) -> Tensor:
+        self._check_mask(idx, mask)
         return self.output(self.encode(idx, mask))  # (B, T, D) -> (B, T, V)
+
+    def _check_mask(self, idx: Tensor, mask: Tensor | None) -> None:
+        """A given ``mask`` is a bool tensor that fits (B, H, T, T), named "mask"."""
+        if mask is None:
+            return
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
+        check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be bool (True = may attend), got {mask.dtype}")
+        B, T = idx.shape
+        self.blocks[0].self_attn._check_mask("mask", mask, B, T, T)
 
     def pooled(self, idx: Tensor, how: str = "mean", mask: Tensor | None = None):
         """One vector per sequence, for classification.
@@ -142,6 +147,7 @@ class BERT(nn.Module):
         """
         if how not in ("cls", "mean"):
             raise ValueError(f"how must be 'cls' or 'mean', got {how!r}")
+        self._check_mask(idx, mask)
         h = self.encode(idx, mask)  # (B, T, D)
         if how == "cls":
             return h[:, 0]  # (B, T, D) -> (B, D)

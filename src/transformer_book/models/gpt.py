@@ -82,7 +82,7 @@ class GPT(nn.Module):
         return self.dropout(self.token(idx) + positions)  # (B, T, D) + (T, D)
 
     def forward(self, idx: Tensor) -> Tensor:
-        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
         mask = causal_mask(idx.shape[1], device=idx.device)  # (T, T)
         x = self.embed(idx)  # (B, T) -> (B, T, D)
         for block in self.blocks:
