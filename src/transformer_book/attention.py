@@ -165,8 +165,8 @@ def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
         raise ValueError("lengths is empty: pass max_len to size the mask")
     t = int(lengths.max()) if max_len is None else check_int("max_len", max_len, 0)
     if (lengths < 0).any() or (lengths > t).any():
-        bound = f"max_len={t}" if max_len is not None else str(t)
-        raise ValueError(f"lengths must lie in [0, {bound}], got {lengths.tolist()}")
+        bound = f" (max_len={t})" if max_len is not None else ""
+        raise ValueError(f"lengths must lie in [0, {t}]{bound}, got {lengths.tolist()}")
     positions = torch.arange(t, device=lengths.device)  # (T,)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (B, 1, T)
 

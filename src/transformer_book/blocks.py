@@ -47,7 +47,7 @@ def _activation_name(activation) -> str:
     ):
         return "gelu"
     raise ValueError(
-        "from_torch copies the activations relu and exact gelu only; cannot copy "
+        "from_torch supports relu and gelu (the exact one) only; cannot copy "
         f"m.activation={activation!r}"
     )
 
