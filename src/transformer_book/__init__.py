@@ -29,6 +29,37 @@ module            what it holds                                     chapter
 ``source``        show a package object's source in a notebook      all
 ``exercises``     checkers for the coding exercises                 all
 ================  ================================================  =======
+
+**The promise.** Every public function and class returns the right result or
+raises a ``ValueError`` or ``TypeError`` whose message names the argument;
+``tests/test_public_api.py`` holds every public name to it, with bad values derived
+from each annotation.
+
+**Dtypes.** One policy per entry point, for inputs of float16, bfloat16 or float64
+given to weights in float32 (``tests/test_public_api.py`` checks each):
+
+=================================================  ==========================
+entry point                                        policy
+=================================================  ==========================
+``attention.scaled_dot_product_attention``,        follow: computes in the
+``attention.fused_scaled_dot_product_attention``,  inputs' dtype (scores and
+``efficient.blockwise_attention``,                 softmax in at least
+``efficient.performer_attention``,                 float32), returns it
+``positional.apply_rope``
+``MultiHeadAttention``, ``FeedForward``,           refuse: a TypeError naming
+``EncoderBlock``, ``DecoderBlock``,                the input and both dtypes
+``LinformerAttention``, ``PerformerAttention``,    (convert the module, e.g.
+``RelativeSelfAttention``,                         ``module.to(x.dtype)``, or
+``PositionalSelfAttention``,                       run under autocast)
+``LearnedPositionalEmbedding``, ``VanillaRNN``,
+``LSTM``
+``vision.ViT``, ``MLPBaseline``, ``CNNBaseline``,  cast: the images (returns)
+``decision.DecisionTransformer``                   are data, cast to the
+                                                   weights' dtype; the output
+                                                   has the weights' dtype
+``GPT``, ``BERT``, ``T5``, ``EncoderDecoder``,     token ids: int64 or int32;
+``PositionLM``, ``AttentionOnlyClassifier``        any other dtype is refused
+=================================================  ==========================
 """
 
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -90,6 +91,42 @@ def check_tensor(name: str, x: object, kind: str | None = None) -> None:
         )
 
 
+def check_instance(name: str, value: object, kind: type | tuple[type, ...]) -> None:
+    """TypeError naming ``name`` unless ``value`` is a ``kind``."""
+    if not isinstance(value, kind):
+        names = " or ".join(
+            k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,))
+        )
+        raise TypeError(f"{name} must be a {names}, got {type(value).__name__}")
+
+
+def check_on(name: str, x: Tensor, weight: Tensor) -> None:
+    """``x`` is on the device of a module's parameters ``weight`` (not meta)."""
+    if x.device != weight.device:
+        raise ValueError(
+            f"{name} is on {x.device} but the module's parameters are on "
+            f"{weight.device}: move one, e.g. module.to({str(x.device)!r})"
+        )
+
+
+def check_has_values(name: str, x: Tensor) -> None:
+    """A tensor whose values are read must not be on the meta device."""
+    if x.is_meta:
+        raise ValueError(f"{name} is on the meta device, which holds no values")
+
+
+def check_id_list(name: str, ids: object, vocab_size: int | None = None) -> list[int]:
+    """A sequence of int token ids (each in [0, vocab_size) if given), as a list."""
+    if isinstance(ids, str | bytes | Tensor) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(ids).__name__}")
+    out = [check_int(f"{name}[{i}]", x, minimum=0) for i, x in enumerate(ids)]
+    if vocab_size is not None and any(x >= vocab_size for x in out):
+        raise ValueError(
+            f"{name} holds ids outside [0, vocab_size={vocab_size}): {out[:8]}"
+        )
+    return out
+
+
 def check_float_input(name: str, x: object, shape: str, dim: int | None = None):
     """A floating-point tensor of ``dim`` dimensions (at least 1 if None)."""
     check_tensor(name, x, "float")
@@ -162,6 +199,7 @@ def check_token_ids(
     loop), so there the embedding's own device-side check is left to catch it.
     """
     check_tensor(name, ids, "int")
+    check_has_values(name, ids)
     if ids.dim() != 2:
         raise ValueError(
             f"{name} must have shape {shape} of token ids, got {tuple(ids.shape)}"
@@ -188,6 +226,10 @@ def check_device(name: str, device: object) -> None:
         torch.device(device)
     except RuntimeError as err:
         raise ValueError(f"{name}={device!r} is not a device: {err}") from None
+    try:  # a device this machine has (an int means an accelerator's index)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as err:
+        raise ValueError(f"{name}={device!r} is not available here: {err}") from None
 
 
 def check_generator(name: str, generator: object) -> None:

@@ -107,15 +107,36 @@ def fused_scaled_dot_product_attention(
 
     Returns only the output: fused kernels never build the (Tq, Tk) weight matrix.
     Fully masked rows give zeros, as in :func:`scaled_dot_product_attention`.
+    PyTorch's fused kernels take 4-D (B, H, T, D) inputs only (others fall back
+    to the math path, which does build the scores), so inputs of any other rank
+    are viewed as 4-D for the call and given back in their own shape.
 
     Shapes: as :func:`scaled_dot_product_attention`; returns (..., Tq, Dv).
     """
     check_attention(q, k, v, mask, None, dropout_p)
-    if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., Tq, 1)
-    return out.masked_fill(~has_key, 0.0)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q4, k4, v4 = (_as_4d(x, batch) for x in (q, k, v))  # (B', H', T, D)
+    mask4 = None if mask is None else _as_4d(mask, batch)  # (B', H', Tq, Tk)
+    out = F.scaled_dot_product_attention(
+        q4, k4, v4, attn_mask=mask4, dropout_p=dropout_p
+    )
+    if mask is not None:
+        has_key = mask4.any(dim=-1, keepdim=True)  # (B', H', Tq, 1)
+        out = out.masked_fill(~has_key, 0.0)
+    return out.reshape(*batch, q.shape[-2], v.shape[-1])  # (..., Tq, Dv)
+
+
+def _as_4d(x: Tensor, batch: torch.Size) -> Tensor:
+    """``x`` (..., R, C), broadcastable to ``batch`` + (R, C), as (B', H', R, C).
+
+    Up to two batch axes are kept as they are (size-1 axes still broadcast), with
+    unit axes added on the left; more are broadcast and flattened into one.
+    """
+    x = x.reshape((1,) * (len(batch) + 2 - x.dim()) + tuple(x.shape))  # pad left
+    if len(batch) <= 2:
+        return x.reshape((1,) * (2 - len(batch)) + tuple(x.shape))
+    x = x.expand(*batch, *x.shape[-2:])
+    return x.reshape(-1, 1, *x.shape[-2:])  # (prod(batch), 1, R, C)
 
 
 def causal_mask(t: int, device: torch.device | str | None = None) -> Tensor:
@@ -132,15 +153,20 @@ def padding_mask(lengths: Tensor, max_len: int | None = None) -> Tensor:
     the queries, so the mask fits scores of shape (B, Tq, T); for (B, H, Tq, T) use
     ``mask[:, None]`` (``MultiHeadAttention`` does this itself).
     """
+    if lengths is None or isinstance(lengths, str):
+        raise TypeError(f"lengths must be a tensor or a list of ints, got {lengths!r}")
     lengths = torch.as_tensor(lengths)
     check_tensor("lengths", lengths, "int")
+    if lengths.is_meta:
+        raise ValueError("lengths is on the meta device, which holds no values")
     if lengths.dim() != 1:
         raise ValueError(f"lengths must have shape (B,), got {tuple(lengths.shape)}")
     if max_len is None and lengths.numel() == 0:
         raise ValueError("lengths is empty: pass max_len to size the mask")
     t = int(lengths.max()) if max_len is None else check_int("max_len", max_len, 0)
     if (lengths < 0).any() or (lengths > t).any():
-        raise ValueError(f"lengths must lie in [0, {t}], got {lengths.tolist()}")
+        bound = f" (max_len={t})" if max_len is not None else ""
+        raise ValueError(f"lengths must lie in [0, {t}]{bound}, got {lengths.tolist()}")
     positions = torch.arange(t, device=lengths.device)  # (T,)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (B, 1, T)
 
@@ -200,8 +226,14 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
         """(B, T, n * Dh) -> (B, n, T, Dh), n = ``n_heads`` (default: H)."""
+        n = self.n_heads if n_heads is None else check_int("n_heads", n_heads, 1)
+        check_tensor("x", x, "float")
+        if x.dim() != 3 or x.shape[-1] != n * self.d_head:
+            raise ValueError(
+                f"x must have shape (B, T, n_heads * d_head = {n * self.d_head}), "
+                f"got {tuple(x.shape)}"
+            )
         B, T, _ = x.shape
-        n = self.n_heads if n_heads is None else n_heads
         return x.view(B, T, n, self.d_head).transpose(1, 2)  # (B, n, T, Dh)
 
     def attend(
@@ -223,6 +255,13 @@ class MultiHeadAttention(nn.Module):
         return heads, None
 
     def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, H, T, Dh) -> (B, T, D): the heads side by side."""
+        check_tensor("x", x, "float")
+        if x.dim() != 4 or x.shape[1] != self.n_heads or x.shape[3] != self.d_head:
+            raise ValueError(
+                f"x must have shape (B, n_heads={self.n_heads}, T, "
+                f"d_head={self.d_head}), got {tuple(x.shape)}"
+            )
         B, _, T, _ = x.shape
         return x.transpose(1, 2).reshape(B, T, self.d_model)  # (B,H,T,Dh) -> (B,T,D)
 
@@ -270,6 +309,12 @@ class MultiHeadAttention(nn.Module):
         if mask is None:
             return
         check_tensor(name, mask, "bool")
+        weight = self.q_proj.weight
+        if mask.device != weight.device and mask.dim() > 0:
+            raise ValueError(
+                f"{name} is on {mask.device} but the module's parameters are on "
+                f"{weight.device}"
+            )
         if mask.dim() == 3:
             check_mask(name, mask, (batch, t_q, t_k), "(B, T, S)")
         else:
@@ -294,6 +339,11 @@ class MultiHeadAttention(nn.Module):
                 "embed_dim, add_bias_kv=False and add_zero_attn=False"
             )
         has_bias = m.in_proj_bias is not None
+        if (m.out_proj.bias is not None) != has_bias:
+            raise ValueError(
+                "from_torch cannot copy an nn.MultiheadAttention whose input and "
+                "output projections differ in having a bias"
+            )
         new = cls(m.embed_dim, m.num_heads, dropout=m.dropout, bias=has_bias)
         new = new.to(device=m.in_proj_weight.device, dtype=m.in_proj_weight.dtype)
         w_q, w_k, w_v = m.in_proj_weight.detach().chunk(3, dim=0)

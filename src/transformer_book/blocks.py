@@ -35,12 +35,21 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 def _activation_name(activation) -> str:
-    """'relu' or 'gelu' for the activation of a PyTorch Transformer layer."""
-    if activation is F.relu or isinstance(activation, nn.ReLU):
+    """'relu' or 'gelu' for the activation of a PyTorch Transformer layer.
+
+    Only the exact functions are copied: ``nn.GELU(approximate="tanh")`` or any
+    other callable computes something else, and is refused.
+    """
+    if activation is F.relu or type(activation) is nn.ReLU:
         return "relu"
-    if activation is F.gelu or isinstance(activation, nn.GELU):
+    if activation is F.gelu or (
+        type(activation) is nn.GELU and activation.approximate == "none"
+    ):
         return "gelu"
-    raise ValueError(f"from_torch supports relu and gelu, got {activation!r}")
+    raise ValueError(
+        "from_torch supports relu and gelu (the exact one) only; cannot copy "
+        f"m.activation={activation!r}"
+    )
 
 
 class FeedForward(nn.Module):
@@ -165,6 +174,17 @@ def encoder_stack(cfg, norm_first: bool = True) -> nn.ModuleList:
     ``layer_norm_eps`` and ``n_kv_heads`` are read when it has them. Pre-norm unless
     ``norm_first`` is False (BERT's own layout).
     """
+    missing = [
+        name
+        for name in ("d_model", "n_heads", "d_ff", "dropout", "n_layers")
+        if not hasattr(cfg, name)
+    ]
+    if missing:
+        raise TypeError(
+            f"cfg must be a model config with {', '.join(missing)}, got "
+            f"{type(cfg).__name__}"
+        )
+    check_int("n_layers", cfg.n_layers, minimum=1)
     return nn.ModuleList(
         EncoderBlock(
             cfg.d_model,
@@ -272,11 +292,46 @@ class DecoderBlock(nn.Module):
 
 
 def _torch_layer_arguments(m: nn.Module, kind: type) -> dict:
-    """The constructor arguments of a PyTorch encoder or decoder layer ``m``."""
+    """The constructor arguments of a PyTorch encoder or decoder layer ``m``.
+
+    The copy must compute exactly what ``m`` computes, so anything the book's
+    block cannot express is refused with what it cannot copy: a missing bias,
+    norms that are not plain LayerNorms with weight and bias over d_model or that
+    differ in epsilon, dropout rates that differ between sub-layers.
+    """
     if not isinstance(m, kind):
         raise TypeError(f"m must be an nn.{kind.__name__}, got {type(m).__name__}")
-    if m.linear1.bias is None:
+    if m.linear1.bias is None or m.linear2.bias is None:
         raise ValueError("from_torch supports layers built with bias=True")
+    d_model = m.self_attn.embed_dim
+    norms = [m.norm1, m.norm2] + ([m.norm3] if hasattr(m, "norm3") else [])
+    for i, norm in enumerate(norms, start=1):
+        if (
+            type(norm) is not nn.LayerNorm
+            or tuple(norm.normalized_shape) != (d_model,)
+            or norm.weight is None
+            or norm.bias is None
+        ):
+            raise ValueError(
+                f"from_torch cannot copy m.norm{i}={norm!r}: it needs an "
+                f"nn.LayerNorm({d_model}) with weight and bias"
+            )
+    if len({norm.eps for norm in norms}) > 1:
+        raise ValueError(
+            "from_torch cannot copy norms with different eps: "
+            + ", ".join(f"norm{i}.eps={n.eps}" for i, n in enumerate(norms, 1))
+        )
+    dropouts = {"dropout": m.dropout.p, "self_attn.dropout": m.self_attn.dropout}
+    for name in ("dropout1", "dropout2", "dropout3"):
+        if hasattr(m, name):
+            dropouts[name] = getattr(m, name).p
+    if hasattr(m, "multihead_attn"):
+        dropouts["multihead_attn.dropout"] = m.multihead_attn.dropout
+    if len(set(dropouts.values())) > 1:
+        raise ValueError(
+            "from_torch cannot copy sub-layers with different dropout rates: "
+            + ", ".join(f"{k}={v}" for k, v in dropouts.items())
+        )
     return dict(
         d_model=m.self_attn.embed_dim,
         n_heads=m.self_attn.num_heads,

@@ -29,7 +29,10 @@ import gzip
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from importlib import resources
+
+from ._validate import check_int
 
 __all__ = [
     "PYTHON_VERSION",
@@ -109,6 +112,8 @@ def _all_paragraphs() -> tuple[tuple[str, str], ...]:
 
 
 def _check_split(split: str) -> None:
+    if not isinstance(split, str):
+        raise TypeError(f"split must be one of {SPLITS}, got {split!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
@@ -144,8 +149,7 @@ def sentences(split: str = "train", min_words: int = 6) -> list[str]:
     quote, so "e.g. the" does not end one.
     """
     _check_split(split)
-    if min_words < 1:
-        raise ValueError(f"min_words must be positive, got {min_words}")
+    check_int("min_words", min_words, minimum=1)
     return [s for _, p in paragraphs(split) for s in _split_sentences(p, min_words)]
 
 
@@ -162,6 +166,9 @@ def topic_sentences(
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    check_int("min_words", min_words, minimum=1)  # as sentences: 0 is refused
+    if isinstance(topics, str) or not isinstance(topics, Sequence):
+        raise TypeError(f"topics must be a tuple of topic names, got {topics!r}")
     known = {t for t, _ in _all_paragraphs()}
     for name in topics:
         if name not in known:

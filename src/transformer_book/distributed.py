@@ -86,6 +86,8 @@ def token_batch(
     """
     batch_size = check_int("batch_size", batch_size, 1)
     seed = check_int("seed", seed, 0)
+    if not isinstance(cfg, GPTConfig):
+        raise TypeError(f"cfg must be a GPTConfig, got {type(cfg).__name__}")
     gen = torch.Generator().manual_seed(seed)
     return torch.randint(cfg.vocab_size, (batch_size, cfg.max_len + 1), generator=gen)
 
@@ -95,6 +97,9 @@ def next_token_loss(model: nn.Module, batch: Tensor) -> Tensor:
 
     Shapes: batch (b, T + 1) token ids -> a scalar
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    _check_token_batch(batch)
     inputs, targets = batch[:, :-1], batch[:, 1:]  # (b, T + 1) -> 2 x (b, T)
     logits = model(inputs)  # (b, T) -> (b, T, V)
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (b*T, V)
@@ -255,7 +260,21 @@ def _check_step(caller, model_fn, batch, world_size, lr, seed, loss_fn) -> Tenso
         )
     if batch.device.type != "cpu":
         raise ValueError(f"batch must be on the CPU (gloo), got {batch.device}")
+    if loss_fn is next_token_loss:  # its check here, not in another process
+        _check_token_batch(batch)
     return batch
+
+
+def _check_token_batch(batch: object) -> None:
+    """A (b, T + 1) integer tensor of token ids, T >= 1, with values to read."""
+    check_tensor("batch", batch, "int")
+    if batch.dim() != 2 or batch.shape[1] < 2 or batch.shape[0] < 1:
+        raise ValueError(
+            f"batch must have shape (b, T + 1) of token ids with b >= 1 and T >= 1, "
+            f"got {tuple(batch.shape)}"
+        )
+    if batch.is_meta:
+        raise ValueError("batch is on the meta device, which holds no values")
 
 
 def _check_importable(name: str, fn: object) -> None:

@@ -76,6 +76,8 @@ def spectral_radius(weight: Tensor) -> float:
         raise ValueError(
             f"weight must be a non-empty square matrix, got {tuple(weight.shape)}"
         )
+    if weight.is_meta:
+        raise ValueError("weight is on the meta device, which holds no values")
     weight = weight.detach().double().cpu()
     if not torch.isfinite(weight).all():
         raise ValueError("weight holds NaN or inf: it has no spectral radius")
@@ -102,6 +104,10 @@ def saved_tensor_bytes(
     activation memory that training needs on top of the model itself.
     """
     _check_callable("fn", fn)
+    if isinstance(exclude, Tensor | str) or not isinstance(exclude, Iterable):
+        raise TypeError(
+            f"exclude must be an iterable of tensors, got {type(exclude).__name__}"
+        )
     exclude = list(exclude)
     for i, t in enumerate(exclude):
         check_tensor(f"exclude[{i}]", t)
@@ -182,30 +188,66 @@ def peak_memory(fn: Callable[..., object], *args: object, **kwargs: object) -> i
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         cuda_before = torch.cuda.memory_allocated()
-    # torch.autograd.profiler rather than torch.profiler: the latter imports
-    # torch._inductor on its first start (seconds), which memory does not need.
-    with (
-        _profiler_logs_hidden(),
-        torch.autograd.profiler.profile(profile_memory=True) as prof,
-    ):
-        fn(*args, **kwargs)
-    peak = _peak_of_allocations(prof.kineto_results.experimental_event_tree())
+    # One profiler at a time: a call inside another's fn pauses the outer
+    # recording, records its own, and hands its allocations on to the outer one,
+    # which then resumes (an outer profiler left running would record nothing).
+    outer = _RECORDINGS[-1] if _RECORDINGS else None
+    if outer is not None:
+        outer.stop()
+    recording = _Recording()
+    _RECORDINGS.append(recording)
+    try:
+        with _profiler_logs_hidden():
+            recording.start()
+            try:
+                fn(*args, **kwargs)
+            finally:
+                recording.stop()
+    finally:
+        _RECORDINGS.pop()
+        if outer is not None:
+            outer.allocations += recording.allocations
+            outer.start()
+    peak = _peak_of_allocations(recording.allocations)
     if _cuda_in_use():  # since before the call, or started by fn: its peak is fresh
         torch.cuda.synchronize()
         peak = max(peak, torch.cuda.max_memory_allocated() - cuda_before)
     return peak
 
 
+class _Recording:
+    """The CPU allocations of one ``peak_memory`` call, over one or more profiler
+    sessions (paused while a nested call records its own)."""
+
+    def __init__(self):
+        self.allocations: list[tuple[int, int, int]] = []  # (time, bytes, address)
+        self.profiler = None
+
+    def start(self) -> None:
+        # torch.autograd.profiler rather than torch.profiler: the latter imports
+        # torch._inductor on its first start (seconds), which memory does not need.
+        self.profiler = torch.autograd.profiler.profile(profile_memory=True)
+        self.profiler.__enter__()
+
+    def stop(self) -> None:
+        if self.profiler is None:
+            return
+        self.profiler.__exit__(None, None, None)
+        tree = self.profiler.kineto_results.experimental_event_tree()
+        self.allocations += _allocations(tree)
+        self.profiler = None
+
+
+_RECORDINGS: list[_Recording] = []  # the peak_memory calls running, outermost first
+
+
 def _cuda_in_use() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_initialized()
 
 
-def _peak_of_allocations(roots: list) -> int:
-    """The largest running sum of the CPU allocations in a profiler's event tree.
-
-    A free counts only if its allocation was seen: blocks made before the profiler
-    started are not ours (and their sizes are unknown to it).
-    """
+def _allocations(roots: list) -> list[tuple[int, int, int]]:
+    """(time, bytes, address) of every CPU allocation (bytes > 0) and free
+    (bytes < 0) in a profiler's event tree."""
     allocations, stack = [], list(roots)
     while stack:  # the tree nests allocations inside operators: flatten it
         event = stack.pop()
@@ -213,6 +255,15 @@ def _peak_of_allocations(roots: list) -> int:
         fields = event.extra_fields
         if isinstance(fields, _ExtraFields_Allocation) and fields.device.type == "cpu":
             allocations.append((event.start_time_ns, fields.alloc_size, fields.ptr))
+    return allocations
+
+
+def _peak_of_allocations(allocations: list[tuple[int, int, int]]) -> int:
+    """The largest running sum of the allocations, in time order.
+
+    A free counts only if its allocation was seen: blocks made before the profiler
+    started are not ours (and their sizes are unknown to it).
+    """
     live: dict[int, int] = {}  # address -> bytes, of the blocks allocated here
     current = peak = 0
     for _, size, ptr in sorted(allocations, key=lambda a: a[0]):  # time order

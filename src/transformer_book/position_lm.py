@@ -52,6 +52,8 @@ class PositionLMConfig:
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
             check_int(name, getattr(self, name), minimum=1)
+        check_int("num_buckets", self.num_buckets, minimum=1)
+        check_int("max_distance", self.max_distance, minimum=1)
         if self.position not in SCHEMES:
             raise ValueError(f"position={self.position!r} is not one of {SCHEMES}")
         if self.d_model % self.n_heads != 0:

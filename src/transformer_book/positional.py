@@ -20,7 +20,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_device, check_int, check_real, check_tensor
+from ._validate import (
+    check_device,
+    check_int,
+    check_like_module,
+    check_real,
+    check_tensor,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -84,6 +90,7 @@ class LearnedPositionalEmbedding(nn.Module):
                 f"sequence length {t} exceeds max_len={self.max_len}: the table has "
                 f"no row for position {missing}"
             )
+        check_like_module("x", x, self.table.weight)  # no silent promotion
         return x + self.table.weight[:t]  # (B, T, D) + (T, D)
 
 
@@ -171,6 +178,10 @@ def relative_position_bucket(
         raise ValueError(
             f"num_buckets={num_buckets} is too small: at least "
             f"{4 if bidirectional else 2} for bidirectional={bool(bidirectional)}"
+        )
+    if relative_position is None or isinstance(relative_position, str):
+        raise TypeError(
+            f"relative_position must be a tensor of ints, got {relative_position!r}"
         )
     relative_position = torch.as_tensor(relative_position)
     check_tensor("relative_position", relative_position, "int")

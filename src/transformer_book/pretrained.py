@@ -39,7 +39,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validate import check_int
+from ._validate import (
+    check_device,
+    check_int,
+    check_real,
+)
 from .models import BERT, BERTConfig
 
 __all__ = [
@@ -109,15 +113,14 @@ def read_safetensors(data: bytes | bytearray) -> dict[str, Tensor]:
         header = json.loads(bytes(data[8 : 8 + n]))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"data: the header is not JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"data: the header must be a JSON object, got {header!r:.60}")
     buffer = bytearray(data[8 + n :])  # writable: torch.frombuffer warns otherwise
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dtype = _DTYPES.get(info.get("dtype"))
-        if dtype is None:
-            raise ValueError(f"data: {name} has unknown dtype {info.get('dtype')!r}")
-        shape, (start, end) = info["shape"], info["data_offsets"]
+        dtype, shape, (start, end) = _header_entry(name, info)
         count = 1
         for size in shape:
             count *= size
@@ -133,6 +136,34 @@ def read_safetensors(data: bytes | bytearray) -> dict[str, Tensor]:
         flat = torch.frombuffer(buffer, dtype=dtype, count=count, offset=start)
         tensors[name] = flat.reshape(shape)
     return tensors
+
+
+def _header_entry(name: str, info: object) -> tuple[torch.dtype, list[int], list[int]]:
+    """The dtype, shape and byte range of one header entry, each checked."""
+    if not isinstance(info, dict):
+        raise ValueError(f"data: header entry {name!r} must be an object, got {info!r}")
+    dtype = _DTYPES.get(info.get("dtype"))
+    if dtype is None:
+        raise ValueError(f"data: {name} has unknown dtype {info.get('dtype')!r}")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not isinstance(shape, list) or not all(_is_size(s) for s in shape):
+        raise ValueError(
+            f"data: {name} must have a shape of non-negative ints, got {shape!r}"
+        )
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(_is_size(o) for o in offsets)
+    ):
+        raise ValueError(
+            f"data: {name} must have data_offsets [start, end] of non-negative "
+            f"ints, got {offsets!r}"
+        )
+    return dtype, shape, offsets
+
+
+def _is_size(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 def bert_config_from_hf(config: Mapping, dropout: float | None = None) -> BERTConfig:
@@ -152,6 +183,26 @@ def bert_config_from_hf(config: Mapping, dropout: float | None = None) -> BERTCo
     for key, value in expected.items():
         if config.get(key, value) != value:
             raise ValueError(f"config[{key!r}] must be {value!r}, got {config[key]!r}")
+    for key in ("is_decoder", "add_cross_attention"):  # causal, or a decoder's
+        if config.get(key, False) is not False:
+            raise ValueError(
+                f"config[{key!r}] must be false: the book's BERT is a bidirectional "
+                f"encoder and cannot copy a decoder, got {config[key]!r}"
+            )
+    if config.get("pad_token_id", 0) is None:
+        raise ValueError(
+            "config['pad_token_id'] is null: the book's BERT needs a padding id"
+        )
+    if dropout is not None:
+        check_real("dropout", dropout, 0.0, 1.0, high_open=True)
+    elif config.get("attention_probs_dropout_prob", 0.1) != config.get(
+        "hidden_dropout_prob", 0.1
+    ):  # one dropout rate in the book's BERT (0.1: BertConfig's defaults)
+        raise ValueError(
+            "config['attention_probs_dropout_prob'] differs from "
+            "config['hidden_dropout_prob']: the book's BERT has one rate; pass "
+            "dropout= to choose it"
+        )
     try:
         return BERTConfig(
             vocab_size=config["vocab_size"],
@@ -258,6 +309,7 @@ def load_minilm(device: torch.device | str | None = None):
     """
     from tokenizers import Tokenizer
 
+    check_device("device", device)
     config, tokenizer_json, weights = _minilm_files()
     model = bert_from_hf(read_safetensors(weights), bert_config_from_hf(config))
     tokenizer = Tokenizer.from_str(tokenizer_json)
@@ -310,6 +362,11 @@ def sentence_embeddings(
     for start in range(0, len(texts), batch_size):
         rows = order[start : start + batch_size]
         width = int(lengths[rows].max())
-        batch = ids[rows, :width].to(device)  # (n, T): [PAD] is pad_id only there
-        out[rows] = model.pooled(batch, "mean").float().cpu()  # (n, T) -> (n, D)
+        batch = ids[rows, :width].to(device)  # (n, T)
+        keep = real[rows, :width].to(device)  # (n, T): the tokenizer's, not the ids
+        # The text may hold "[PAD]" itself: padding is where the tokenizer padded.
+        h = model.encode(batch, mask=keep[:, None, :])  # (n, T, D)
+        weight = keep.to(h.dtype)[..., None]  # (n, T, 1)
+        mean = (h * weight).sum(dim=1) / weight.sum(dim=1)  # (n, D)
+        out[rows] = mean.float().cpu()
     return F.normalize(out, dim=-1)

@@ -17,7 +17,7 @@ def source_of(obj: object) -> str:
     try:
         return textwrap.dedent(inspect.getsource(obj))
     except (TypeError, OSError) as err:
-        raise ValueError(f"cannot find the source of {obj!r}: {err}") from None
+        raise ValueError(f"obj: cannot find the source of {obj!r}: {err}") from None
 
 
 class Source:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._validate import check_int
+from ._validate import check_device, check_instance, check_int
 from .attention import MultiHeadAttention, causal_mask
 from .measure import _profiler_logs_hidden
 
@@ -34,6 +34,12 @@ MATRIX_PRODUCTS = ("aten::linear", "aten::matmul", "aten::addmm", "aten::mm")
 ATTENTION = "scaled_dot_product"  # aten::scaled_dot_product_attention and kernels
 
 
+def _check_device(device: object) -> None:
+    if device is None:  # timing needs a device: no None here
+        raise TypeError("device must be a torch.device or a string such as 'cpu'")
+    check_device("device", device)
+
+
 def median_ms(
     fn: Callable[[], object], repeats: int = 5, device: torch.device | str = "cpu"
 ) -> float:
@@ -41,6 +47,7 @@ def median_ms(
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     repeats = check_int("repeats", repeats, minimum=1)
+    _check_device(device)
     cuda = torch.device(device).type == "cuda"
     fn()
     times = []
@@ -73,6 +80,15 @@ def mha_forward_backward_ms(
     Returns (package ms, nn.MultiheadAttention ms).
     """
     t = check_int("t", t, minimum=1)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    check_int("batch", batch, minimum=1)
+    check_int("d_model", d_model, minimum=1)
+    check_int("n_heads", n_heads, minimum=1)
+    check_int("repeats", repeats, minimum=1)
+    _check_device(device)
+    if d_model % n_heads:  # nn.MultiheadAttention would raise an AssertionError
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
     torch_mha = nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
     ours = MultiHeadAttention.from_torch(torch_mha)
     x = torch.randn(batch, t, d_model, device=device, requires_grad=True)
@@ -105,9 +121,21 @@ def generation_tokens_per_s(
     Counts B x ``new_tokens`` tokens for a prompt of B rows; the median of
     ``repeats`` runs after a warm-up.
     """
+
+    from .models import GPT  # models import attention: no cycle here
+    from .models._validation import check_ids
+
+    check_instance("model", model, GPT)
     new_tokens = check_int("new_tokens", new_tokens, minimum=1)
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2:
-        raise ValueError("prompt must be a (B, T) tensor of token ids")
+    cfg = model.cfg
+    check_ids("prompt", prompt, cfg.vocab_size, cfg.max_len, model.token.weight)
+    if prompt.shape[1] + new_tokens > cfg.max_len:
+        raise ValueError(
+            f"new_tokens={new_tokens} after a prompt of {prompt.shape[1]} tokens "
+            f"exceeds max_len={cfg.max_len}"
+        )
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
     seconds = median_ms(
         lambda: model.generate(prompt, new_tokens, temperature=0, use_cache=use_cache),
         repeats=repeats,
@@ -125,6 +153,7 @@ def bench_gpt(max_len: int = 528, device: torch.device | str = "cpu") -> nn.Modu
     from .models import GPT, GPTConfig  # models import attention: no cycle here
 
     max_len = check_int("max_len", max_len, minimum=2)
+    _check_device(device)
     cfg = GPTConfig(vocab_size=512, max_len=max_len, d_model=128, n_layers=2)
     return GPT(cfg).to(device).eval()
 
@@ -145,6 +174,7 @@ def kv_cache_speed_up(
     cache, without).
     """
     new_tokens = check_int("new_tokens", new_tokens, minimum=1)
+    _check_device(device)
     model = bench_gpt(new_tokens + 16, device)
     prompt = _prompt(model, 1, 16)
     cached = generation_tokens_per_s(model, prompt, new_tokens, use_cache=True)

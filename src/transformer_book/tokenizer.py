@@ -20,10 +20,17 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from ._validate import (
+    check_generator,
+    check_has_values,
+    check_int,
+    check_tensor,
+)
 from .corpus import corpus_text, paragraphs
 
 __all__ = [
@@ -81,14 +88,23 @@ class Tokenizer:
         raise NotImplementedError
 
     def _check_ids(self, ids) -> list[int]:
+        """``ids`` (a 1-D integer tensor, or a sequence of ints) as a list of ints
+        of the vocabulary; a float, a bool or a string is refused, never rounded."""
         if isinstance(ids, Tensor):
-            if ids.dim() > 1 or ids.is_floating_point():
+            check_tensor("ids", ids, "int")
+            check_has_values("ids", ids)
+            if ids.dim() > 1:
                 raise ValueError(
                     f"ids must be a 1-D integer tensor or a list, got shape "
-                    f"{tuple(ids.shape)} and dtype {ids.dtype}"
+                    f"{tuple(ids.shape)}"
                 )
             ids = ids.tolist()
-        ids = [int(i) for i in ids]
+        if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+            raise TypeError(
+                f"ids must be a list of ints or a 1-D integer tensor, got "
+                f"{type(ids).__name__}"
+            )
+        ids = [check_int(f"ids[{i}]", x) for i, x in enumerate(ids)]
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
         if bad:
             raise ValueError(f"ids {bad[:5]} are not in [0, {self.vocab_size})")
@@ -99,9 +115,10 @@ class Tokenizer:
 
         ``length`` fixes T (longer texts raise ValueError); by default the longest.
         """
+        _check_texts("texts", texts)
         rows = [self.encode(t) for t in texts]
         longest = max((len(r) for r in rows), default=0)
-        length = longest if length is None else length
+        length = longest if length is None else check_int("length", length, 0)
         if longest > length:
             raise ValueError(f"a text has {longest} tokens, more than length={length}")
         out = torch.full((len(rows), length), self.pad_id, dtype=torch.long)
@@ -114,11 +131,19 @@ class BPETokenizer(Tokenizer):
     """A byte-level BPE tokenizer: a thin wrapper of a ``tokenizers.Tokenizer``."""
 
     def __init__(self, hf_tokenizer):
+        from tokenizers import Tokenizer as HFTokenizer
+
+        if not isinstance(hf_tokenizer, HFTokenizer):
+            raise TypeError(
+                f"hf_tokenizer must be a tokenizers.Tokenizer, got "
+                f"{type(hf_tokenizer).__name__}"
+            )
         self.hf = hf_tokenizer
         self.vocab_size = hf_tokenizer.get_vocab_size()
         self._set_special_ids()
 
     def token_to_id(self, token: str) -> int:
+        _check_token(token)
         i = self.hf.token_to_id(token)
         if i is None:
             raise ValueError(f"token {token!r} is not in the vocabulary")
@@ -130,6 +155,7 @@ class BPETokenizer(Tokenizer):
         return self.hf.encode(text).ids
 
     def decode(self, ids, skip_special: bool = False) -> str:
+        _check_flag("skip_special", skip_special)
         return self.hf.decode(self._check_ids(ids), skip_special_tokens=skip_special)
 
     def tokens(self, ids) -> list[str]:
@@ -149,6 +175,8 @@ class CharTokenizer(Tokenizer):
     """
 
     def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         self.chars = sorted(set(text))
         self.vocab = list(SPECIAL_TOKENS) + self.chars
         self.index = {c: i for i, c in enumerate(self.vocab)}
@@ -156,6 +184,7 @@ class CharTokenizer(Tokenizer):
         self._set_special_ids()
 
     def token_to_id(self, token: str) -> int:
+        _check_token(token)
         if token not in self.index:
             raise ValueError(f"token {token!r} is not in the vocabulary")
         return self.index[token]
@@ -170,6 +199,7 @@ class CharTokenizer(Tokenizer):
         ]
 
     def decode(self, ids, skip_special: bool = False) -> str:
+        _check_flag("skip_special", skip_special)
         ids = self._check_ids(ids)
         special = set(self.special_ids)
         return "".join(
@@ -189,13 +219,15 @@ def train_bpe(texts: list[str], vocab_size: int = VOCAB_SIZE) -> BPETokenizer:
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
     base = len(SPECIAL_TOKENS) + 256
-    if not isinstance(vocab_size, int) or vocab_size < base:
+    check_int("vocab_size", vocab_size)
+    if vocab_size < base:
         raise ValueError(
             f"vocab_size must be an int of at least {base} (special tokens and "
             f"bytes), got {vocab_size!r}"
         )
     if isinstance(texts, str) or not texts:
         raise ValueError("texts must be a non-empty list of strings")
+    _check_texts("texts", texts)
     hf = HFTokenizer(models.BPE())
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
@@ -226,20 +258,47 @@ def encode_stream(tokenizer: Tokenizer, texts: list[str]) -> Tensor:
 
     Shapes: returns (N,) int64.
     """
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of strings, not one string")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(
+            f"tokenizer must be a Tokenizer, got {type(tokenizer).__name__}"
+        )
+    _check_texts("texts", texts)
     ids: list[int] = []
     for text in texts:
         ids += tokenizer.encode(text) + [tokenizer.eos_id]
     return torch.tensor(ids, dtype=torch.long)
 
 
+def _check_texts(name: str, texts: object) -> None:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(text).__name__}")
+
+
+def _check_token(token: object) -> None:
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str, got {type(token).__name__}")
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+
+
 def _check_stream(stream: Tensor, block_len: int) -> None:
-    if not isinstance(stream, Tensor) or stream.dim() != 1:
-        raise ValueError("stream must be a 1-D tensor of token ids")
-    if not isinstance(block_len, int) or not 1 <= block_len <= len(stream):
+    check_tensor("stream", stream)
+    if stream.dim() != 1:
         raise ValueError(
-            f"block_len must be an int in [1, {len(stream)}], got {block_len!r}"
+            f"stream must be a 1-D tensor of token ids, got {tuple(stream.shape)}"
+        )
+    check_tensor("stream", stream, "int")
+    block_len = check_int("block_len", block_len, minimum=1)
+    if block_len > len(stream):
+        raise ValueError(
+            f"block_len must be an int in [1, len(stream)={len(stream)}], got "
+            f"{block_len!r}"
         )
 
 
@@ -264,8 +323,9 @@ def random_blocks(
     Shapes: stream (N,) -> (B, T)
     """
     _check_stream(stream, block_len)
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_int("batch_size", batch_size, minimum=1)
+    check_generator("generator", generator)
+    check_has_values("stream", stream)
     starts = torch.randint(
         len(stream) - block_len + 1, (batch_size,), generator=generator
     )  # (B,)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_int, check_real, check_tensor
+from ._validate import check_int, check_on, check_real, check_tensor
 from .blocks import encoder_stack
 
 __all__ = [
@@ -181,8 +181,14 @@ def _check_classifier_sizes(image_size, channels, n_classes) -> None:
     check_int("n_classes", n_classes, minimum=1)
 
 
-def _check_images(images: Tensor, channels: int, image_size: int) -> None:
-    """``images`` is (B, C, Hi, Wi) with C = channels, Hi = Wi = image_size."""
+def _as_model_input(images: Tensor, channels: int, image_size: int, weight) -> Tensor:
+    """``images`` (B, C, Hi, Wi), C = channels, Hi = Wi = image_size, on the
+    model's device, cast to the dtype of its weights.
+
+    The dtype policy of the three image classifiers: images are data, so float16,
+    bfloat16 or float64 pixels are cast to the weights' dtype (float32 by default),
+    and the logits come in the weights' dtype, as with any preprocessing.
+    """
     expected = (channels, image_size, image_size)
     check_tensor("images", images, "float")
     if images.dim() != 4 or tuple(images.shape[1:]) != expected:
@@ -190,6 +196,8 @@ def _check_images(images: Tensor, channels: int, image_size: int) -> None:
             f"images must have shape (B, {', '.join(map(str, expected))}), got "
             f"{tuple(images.shape)}"
         )
+    check_on("images", images, weight)
+    return images.to(weight.dtype)
 
 
 class ViT(nn.Module):
@@ -226,7 +234,9 @@ class ViT(nn.Module):
         Shapes: images (B, C, Hi, Wi) -> (B, T, D)
         """
         cfg = self.cfg
-        _check_images(images, cfg.channels, cfg.image_size)
+        images = _as_model_input(
+            images, cfg.channels, cfg.image_size, self.patch_embed.weight
+        )
         x = self.patch_embed(patchify(images, cfg.patch))  # (B, N, C*P*P) -> (B,N,D)
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (1, 1, D) -> (B, 1, D)
         x = torch.cat([cls, x], dim=1) + self.position  # (B, T, D)
@@ -313,7 +323,8 @@ class MLPBaseline(nn.Module):
         )
 
     def forward(self, images: Tensor) -> Tensor:
-        _check_images(images, self.channels, self.image_size)
+        weight = next(self.parameters())
+        images = _as_model_input(images, self.channels, self.image_size, weight)
         return self.net(images)
 
 
@@ -338,6 +349,8 @@ class CNNBaseline(nn.Module):
         _check_classifier_sizes(image_size, channels, n_classes)
         if image_size % 4:
             raise ValueError(f"image_size={image_size} must be divisible by 4")
+        if isinstance(widths, str) or not isinstance(widths, Sequence):
+            raise TypeError(f"widths must be a pair of ints, got {widths!r}")
         if len(widths) != 2:
             raise ValueError(f"widths must hold two channel counts, got {widths!r}")
         w1, w2 = (check_int("widths", w, minimum=1) for w in widths)
@@ -354,5 +367,6 @@ class CNNBaseline(nn.Module):
         )
 
     def forward(self, images: Tensor) -> Tensor:
-        _check_images(images, self.channels, self.image_size)
+        weight = next(self.parameters())
+        images = _as_model_input(images, self.channels, self.image_size, weight)
         return self.net(images)

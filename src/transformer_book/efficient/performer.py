@@ -85,7 +85,7 @@ def positive_random_features(x: Tensor, features: Tensor) -> Tensor:
     Shapes: x: (..., T, d)   features: (M, d); returns (..., T, M)
     """
     check_tensor("x", x, "float")
-    _check_features(features, x)
+    _check_features(features, x, "x")
     logits = _feature_logits(x, features.to(x.dtype))  # (..., T, M)
     return torch.exp(logits) / math.sqrt(features.shape[0])
 
@@ -99,8 +99,13 @@ def performer_attention(
     the sums over keys become prefix sums, so query t uses keys 0..t only.
 
     For numerical stability each query's features are divided by their largest
-    value and all keys' features by one shared largest value; both constants
-    cancel in the ratio. Runs in at least float32; the output has v's dtype.
+    value and, without ``causal``, all keys' features by one shared largest value;
+    both constants cancel in the ratio. With ``causal`` one shared constant is not
+    enough: a key of large norm early in the sequence has features far below the
+    later keys' largest, which would underflow to zero and leave the first queries
+    with no key at all. There the prefix sums run in log space
+    (``torch.logcumsumexp``), each position shifted by its own largest prefix
+    value. Runs in at least float32; the output has v's dtype.
 
     Shapes:
         q: (..., T, Dk)   k: (..., S, Dk)   v: (..., S, Dv)   features: (M, Dk)
@@ -119,22 +124,47 @@ def performer_attention(
     scale = q.shape[-1] ** -0.25  # x = q / d^(1/4), y = k / d^(1/4)
     features = features.to(acc)
     phi_q = _stable_features(q.to(acc) * scale, features, (-1,))  # (..., T, M)
-    phi_k = _stable_features(k.to(acc) * scale, features, (-2, -1))  # (..., S, M)
     v = v.to(acc)
-    if not causal:
-        kv = phi_k.transpose(-2, -1) @ v  # (..., M, S) @ (..., S, Dv) -> (..., M, Dv)
-        numerator = phi_q @ kv  # (..., T, M) @ (..., M, Dv) -> (..., T, Dv)
-        k_sum = phi_k.sum(dim=-2).unsqueeze(-1)  # (..., S, M) -> (..., M, 1)
-        denominator = phi_q @ k_sum  # (..., T, M) @ (..., M, 1) -> (..., T, 1)
-    else:
-        kv = phi_k.unsqueeze(-1) * v.unsqueeze(-2)  # (..., T, M, 1) * (..., T, 1, Dv)
-        kv = kv.cumsum(dim=-3)  # (..., T, M, Dv): sum over keys s <= t
-        q_rows = phi_q.unsqueeze(-2)  # (..., T, M) -> (..., T, 1, M)
-        numerator = (q_rows @ kv).squeeze(-2)  # (..., T, 1, Dv) -> (..., T, Dv)
-        k_sum = phi_k.cumsum(dim=-2)  # (..., T, M): prefix sums of the key features
-        denominator = (phi_q * k_sum).sum(dim=-1, keepdim=True)  # (..., T, 1)
+    if causal:
+        k_logits = _feature_logits(k.to(acc) * scale, features)  # (..., T, M)
+        return _causal_in_log_space(phi_q, k_logits, v).to(out_dtype)
+    phi_k = _stable_features(k.to(acc) * scale, features, (-2, -1))  # (..., S, M)
+    kv = phi_k.transpose(-2, -1) @ v  # (..., M, S) @ (..., S, Dv) -> (..., M, Dv)
+    numerator = phi_q @ kv  # (..., T, M) @ (..., M, Dv) -> (..., T, Dv)
+    k_sum = phi_k.sum(dim=-2).unsqueeze(-1)  # (..., S, M) -> (..., M, 1)
+    denominator = phi_q @ k_sum  # (..., T, M) @ (..., M, 1) -> (..., T, 1)
     tiny = torch.finfo(acc).tiny  # every feature of every key underflowed: output 0
     return (numerator / denominator.clamp(min=tiny)).to(out_dtype)
+
+
+def _causal_in_log_space(phi_q: Tensor, k_logits: Tensor, v: Tensor) -> Tensor:
+    """Causal FAVOR+: query t over keys 0..t, the key sums kept in log space.
+
+    sum_{s<=t} exp(l_s) v_s is split by the sign of v so that each part is a
+    log-cumsum-exp; every position t is shifted by its own largest log key sum,
+    which cancels in the ratio, so no prefix underflows to zero.
+
+    Shapes: phi_q (..., T, M), k_logits (..., T, M), v (..., T, Dv) -> (..., T, Dv)
+    """
+    minus_inf = torch.tensor(-math.inf, dtype=v.dtype, device=v.device)
+    log_v = v.abs().clamp_min(torch.finfo(v.dtype).tiny).log()  # finite: safe grads
+    log_pos = torch.where(v > 0, log_v, minus_inf)  # (..., T, Dv)
+    log_neg = torch.where(v < 0, log_v, minus_inf)
+    log_k = k_logits.logcumsumexp(dim=-2)  # (..., T, M): log sum_{s<=t} exp(l_s)
+    shift = log_k.amax(dim=-1, keepdim=True).detach()  # (..., T, 1)
+    pairs = k_logits.unsqueeze(-1)  # (..., T, M, 1)
+    log_kv_pos = (pairs + log_pos.unsqueeze(-2)).logcumsumexp(dim=-3)  # (..., T, M, Dv)
+    log_kv_neg = (pairs + log_neg.unsqueeze(-2)).logcumsumexp(dim=-3)
+    shift_kv = shift.unsqueeze(-1)  # (..., T, 1, 1)
+    kv = (log_kv_pos - shift_kv).exp() - (
+        log_kv_neg - shift_kv
+    ).exp()  # (..., T, M, Dv)
+    numerator = (phi_q.unsqueeze(-2) @ kv).squeeze(-2)  # (..., T, Dv)
+    denominator = (phi_q * (log_k - shift).exp()).sum(
+        dim=-1, keepdim=True
+    )  # (..., T, 1)
+    tiny = torch.finfo(v.dtype).tiny
+    return numerator / denominator.clamp(min=tiny)
 
 
 def _feature_logits(x: Tensor, features: Tensor) -> Tensor:
@@ -150,7 +180,7 @@ def _stable_features(x: Tensor, features: Tensor, over: tuple[int, ...]) -> Tens
     return torch.exp(logits) / math.sqrt(features.shape[0])
 
 
-def _check_features(features: object, x: Tensor) -> None:
+def _check_features(features: object, x: Tensor, x_name: str = "q") -> None:
     check_tensor("features", features, "float")
     if (
         features.dim() != 2
@@ -158,13 +188,11 @@ def _check_features(features: object, x: Tensor) -> None:
         or features.shape[1] != x.shape[-1]
     ):
         raise ValueError(
-            f"features must have shape (M, d={x.shape[-1]}) with M >= 1, "
-            f"got {tuple(features.shape)}"
+            f"features must have shape (M, d={x.shape[-1]}) with M >= 1 to match "
+            f"{x_name} {tuple(x.shape)}, got {tuple(features.shape)}"
         )
     if features.device != x.device:
-        raise ValueError(
-            f"features is on {features.device} but the input on {x.device}"
-        )
+        raise ValueError(f"features is on {features.device} but {x_name} on {x.device}")
 
 
 class PerformerAttention(ProjectedHeads):

@@ -163,6 +163,9 @@ def _check_state(row_max, row_sum, acc, scores, v_block) -> None:
                 f"{last_two[1]}) to match scores {tuple(scores.shape)} and v_block "
                 f"{tuple(v_block.shape)}, got {tuple(x.shape)}"
             )
+    for name, x in named:
+        if x.device != scores.device:
+            raise ValueError(f"{name} is on {x.device} but scores on {scores.device}")
     try:
         torch.broadcast_shapes(*(x.shape[:-2] for _, x in named))
     except RuntimeError:

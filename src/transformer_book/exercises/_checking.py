@@ -84,6 +84,11 @@ def checker(name: str, todo: str = TODO_CODE) -> Callable:
         @functools.wraps(check)
         def run(*answers, **named) -> None:
             # Returns None, so that a notebook cell shows only the printed verdict.
+            fn = answers[0] if answers else None
+            if todo == TODO_CODE and not callable(fn):  # a slip, not a wrong answer
+                raise TypeError(
+                    f"fn must be your function (callable), got {type(fn).__name__}"
+                )
             try:
                 check(*answers, **named)
             except NotAttempted:

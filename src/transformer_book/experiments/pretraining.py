@@ -20,6 +20,7 @@ Shape letters: N sentences, T WordPieces, D width, K topics.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from copy import deepcopy
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_int
+from .._validate import check_float_input, check_int
 from ..corpus import topic_sentences
 from ..device import set_seed
 from ..models import BERT, BERTConfig
@@ -259,6 +260,22 @@ def run_sample_efficiency(
 
     ``seed`` draws the labelled subsets and initialises both learners.
     """
+    if not isinstance(data, TopicData):
+        raise TypeError(f"data must be TopicData, got {type(data).__name__}")
+    check_int("seed", seed, minimum=0)
+    for name, x, n in (
+        ("train_features", train_features, len(data.train_labels)),
+        ("test_features", test_features, len(data.test_labels)),
+    ):
+        check_float_input(name, x, "(N, D)", dim=2)
+        if x.shape[0] != n or x.shape[1] < 1:
+            raise ValueError(
+                f"{name} must have shape (N={n}, D >= 1), got {tuple(x.shape)}"
+            )
+    if isinstance(label_counts, str) or not isinstance(label_counts, Sequence):
+        raise TypeError(f"label_counts must be a tuple of ints, got {label_counts!r}")
+    for i, n in enumerate(label_counts):
+        check_int(f"label_counts[{i}]", n, minimum=1)
     k = len(TOPICS)
     # the from-scratch model's vocabulary: the WordPieces of these sentences
     pad = torch.zeros(1, dtype=torch.long)  # [PAD] (0) keeps id 0

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_int, check_real, check_tensor
+from .._validate import check_device, check_int, check_real, check_tensor
 from ..device import set_seed
 from ..train import accuracy, train
 from ..vision import (
@@ -196,6 +196,10 @@ def run_digits(
     is built) and the batches, the same for the three.
     """
     check_int("seed", seed, minimum=0)
+    check_int("steps", steps, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
+    check_real("lr", lr, low=0.0, low_open=True)
+    check_device("device", device)
     accuracies, sizes, seconds, models = {}, {}, {}, {}
     for kind in KINDS:
         set_seed(seed)

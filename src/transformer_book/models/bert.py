@@ -30,7 +30,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_config, check_ids
+from .._validate import (
+    check_generator,
+    check_has_values,
+    check_instance,
+    check_int,
+    check_real,
+    check_tensor,
+)
+from ._validation import check_config, check_ids, check_pad_id
 from .gpt import build_block_stack_, gpt2_init_
 
 __all__ = ["BERTConfig", "BERT", "IGNORE_INDEX", "mask_tokens"]
@@ -57,14 +65,8 @@ class BERTConfig:
         check_config(self)
         if not isinstance(self.norm_first, bool):
             raise ValueError(f"norm_first must be a bool, got {self.norm_first!r}")
-        eps = self.layer_norm_eps
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
-            raise ValueError(f"layer_norm_eps must be a positive number, got {eps!r}")
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(
-                f"pad_id={self.pad_id} is not a token id of vocab_size="
-                f"{self.vocab_size}"
-            )
+        check_real("layer_norm_eps", self.layer_norm_eps, low=0.0, low_open=True)
+        check_pad_id(self)
 
 
 class BERT(nn.Module):
@@ -82,6 +84,7 @@ class BERT(nn.Module):
 
     def __init__(self, cfg: BERTConfig):
         super().__init__()
+        check_instance("cfg", cfg, BERTConfig)
         build_block_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size)  # the masked-LM head
         self.output.weight = self.token.weight  # tied; the bias is the head's own
@@ -89,6 +92,7 @@ class BERT(nn.Module):
 
     def padding_mask(self, idx: Tensor) -> Tensor:
         """(B, 1, T) bool, True for the keys that are not [PAD]."""
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
         return (idx != self.cfg.pad_id)[:, None, :]
 
     def encode(
@@ -118,7 +122,19 @@ class BERT(nn.Module):
         return (x, weights) if need_weights else x
 
     def forward(self, idx: Tensor, mask: Tensor | None = None) -> Tensor:
+        self._check_mask(idx, mask)
         return self.output(self.encode(idx, mask))  # (B, T, D) -> (B, T, V)
+
+    def _check_mask(self, idx: Tensor, mask: Tensor | None) -> None:
+        """A given ``mask`` is a bool tensor that fits (B, H, T, T), named "mask"."""
+        if mask is None:
+            return
+        check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len, self.token.weight)
+        check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be bool (True = may attend), got {mask.dtype}")
+        B, T = idx.shape
+        self.blocks[0].self_attn._check_mask("mask", mask, B, T, T)
 
     def pooled(self, idx: Tensor, how: str = "mean", mask: Tensor | None = None):
         """One vector per sequence, for classification.
@@ -131,6 +147,7 @@ class BERT(nn.Module):
         """
         if how not in ("cls", "mean"):
             raise ValueError(f"how must be 'cls' or 'mean', got {how!r}")
+        self._check_mask(idx, mask)
         h = self.encode(idx, mask)  # (B, T, D)
         if how == "cls":
             return h[:, 0]  # (B, T, D) -> (B, D)
@@ -157,12 +174,31 @@ def mask_tokens(
 
     Shapes: ids (B, T) or (T,) int -> inputs and labels of the same shape
     """
-    if not isinstance(ids, Tensor) or ids.is_floating_point():
+    if (
+        not isinstance(ids, Tensor)
+        or ids.is_floating_point()
+        or ids.dtype == torch.bool
+    ):
         raise ValueError("ids must be an integer tensor of token ids")
-    if not isinstance(mask_prob, int | float) or not 0.0 <= mask_prob <= 1.0:
-        raise ValueError(f"mask_prob must lie in [0, 1], got {mask_prob!r}")
-    special = torch.as_tensor(list(special_ids), dtype=torch.long, device=ids.device)
-    if mask_id not in special.tolist():
+    check_has_values("ids", ids)
+    if ids.dim() not in (1, 2):
+        raise ValueError(f"ids must have shape (B, T) or (T,), got {tuple(ids.shape)}")
+    vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    mask_id = check_int("mask_id", mask_id, minimum=0)
+    mask_prob = check_real("mask_prob", mask_prob, 0.0, 1.0)
+    check_generator("generator", generator)
+    if isinstance(special_ids, str | Tensor) or not isinstance(special_ids, Sequence):
+        raise TypeError(
+            f"special_ids must be a sequence of ints, got {type(special_ids).__name__}"
+        )
+    special_ids = [check_int(f"special_ids[{i}]", s) for i, s in enumerate(special_ids)]
+    bad = [s for s in special_ids if not 0 <= s < vocab_size]
+    if bad:  # -1 would silently make token V-1 special
+        raise ValueError(
+            f"special_ids holds {bad}, not token ids of vocab_size={vocab_size}"
+        )
+    special = torch.as_tensor(special_ids, dtype=torch.long, device=ids.device)
+    if mask_id not in special_ids:
         raise ValueError(f"mask_id={mask_id} must be one of special_ids")
     if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
         raise ValueError(f"ids hold values outside [0, vocab_size={vocab_size})")

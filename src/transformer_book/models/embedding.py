@@ -9,7 +9,7 @@ import math
 
 from torch import Tensor, nn
 
-from .._validate import check_int, check_probability, check_token_ids
+from .._validate import check_int, check_on, check_probability, check_token_ids
 from ..positional import sinusoidal_encoding
 
 __all__ = ["TokenEmbedding"]
@@ -46,6 +46,7 @@ class TokenEmbedding(nn.Module):
 
     def _check_idx(self, idx: Tensor) -> None:
         check_token_ids("idx", idx, self.token.num_embeddings)
+        check_on("idx", idx, self.token.weight)
         if idx.shape[1] > self.max_len:
             raise ValueError(
                 f"idx has {idx.shape[1]} positions, more than max_len={self.max_len}"

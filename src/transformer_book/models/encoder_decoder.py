@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._validate import check_int, check_tensor, check_token_ids
+from .._validate import check_int, check_real, check_tensor, check_token_ids
 from ..attention import causal_mask
 from ..blocks import DecoderBlock, EncoderBlock
+from ._validation import check_flag
 from .embedding import TokenEmbedding
 
 __all__ = ["EncoderDecoderConfig", "EncoderDecoder"]
@@ -42,8 +43,9 @@ class EncoderDecoderConfig:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        check_real("dropout", self.dropout, 0.0, 1.0, high_open=True)
+        for name in ("norm_first", "tie_weights"):
+            check_flag(name, getattr(self, name))
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(
                 f"pad_id={self.pad_id} is not a token id of vocab_size="

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._validate import check_int
+from .._validate import check_instance, check_int
 from ..attention import causal_mask
 from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
@@ -62,6 +62,7 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
+        check_instance("cfg", cfg, GPTConfig)
         build_block_stack_(self, cfg)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.output.weight = self.token.weight  # one (V, D) table, two uses
@@ -72,6 +73,10 @@ class GPT(nn.Module):
 
         Shapes: idx (B, T) -> (B, T, D)
         """
+        start = check_int("start", start, minimum=0)
+        check_ids(
+            "idx", idx, self.cfg.vocab_size, self.cfg.max_len - start, self.token.weight
+        )
         positions = self.position.weight[start : start + idx.shape[1]]  # (T, D)
         return self.dropout(self.token(idx) + positions)  # (B, T, D) + (T, D)
 
@@ -219,6 +224,8 @@ def gpt2_init_(model: nn.Module, n_layers: int) -> None:
     small scale; with PyTorch's default initialisation the blocks' outputs would
     drown the 0.02-sized embeddings, and every position would look alike.
     """
+    check_instance("model", model, nn.Module)
+    check_int("n_layers", n_layers, minimum=1)
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear | nn.Embedding):
             std = 0.02

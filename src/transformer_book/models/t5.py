@@ -33,6 +33,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._validate import (
+    check_generator,
+    check_has_values,
+    check_id_list,
+    check_instance,
+    check_int,
+    check_real,
+    check_tensor,
+)
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
 from ..positional import RelativePositionBias
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
@@ -47,6 +56,11 @@ class T5Config(EncoderDecoderConfig):
     norm_first: bool = True  # T5 normalises before each sub-layer
     num_buckets: int = 32  # relative-distance buckets per direction pair (T5: 32)
     max_distance: int = 128  # farther keys share the last bucket (T5: 128)
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("num_buckets", self.num_buckets, minimum=1)
+        check_int("max_distance", self.max_distance, minimum=1)
 
 
 class RelativeSelfAttention(MultiHeadAttention):
@@ -68,6 +82,7 @@ class RelativeSelfAttention(MultiHeadAttention):
         position_bias: RelativePositionBias,
     ):
         super().__init__(d_model, n_heads, dropout)
+        check_instance("position_bias", position_bias, RelativePositionBias)
         self.position_bias = position_bias
 
     def forward(self, query, key=None, value=None, mask=None, need_weights=False):
@@ -75,11 +90,7 @@ class RelativeSelfAttention(MultiHeadAttention):
             value is not None and value is not query
         ):
             raise ValueError("RelativeSelfAttention is self-attention: pass query only")
-        if query.dim() != 3 or query.shape[-1] != self.d_model:
-            raise ValueError(
-                f"query must have shape (B, T, d_model={self.d_model}), got "
-                f"{tuple(query.shape)}"
-            )
+        self._check_inputs(query, query, query, mask)
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (B, T, T) -> (B, 1, T, T), shared by the heads
         q = self.split_heads(self.q_proj(query))  # (B, T, D) -> (B, H, T, Dh)
@@ -168,12 +179,13 @@ def span_corrupt(
     """
     if not isinstance(ids, Tensor) or ids.dim() not in (1, 2):
         raise ValueError("ids must be a (T,) or (B, T) tensor of token ids")
-    if ids.is_floating_point():
+    if ids.is_floating_point() or ids.dtype == torch.bool:
         raise ValueError(f"ids must hold integer token ids, got {ids.dtype}")
-    if not 0.0 < noise_density < 1.0:
-        raise ValueError(f"noise_density must lie in (0, 1), got {noise_density}")
-    if mean_span_length < 1.0:
-        raise ValueError(f"mean_span_length must be >= 1, got {mean_span_length}")
+    check_has_values("ids", ids)
+    check_real("noise_density", noise_density, 0.0, 1.0, low_open=True, high_open=True)
+    check_real("mean_span_length", mean_span_length, low=1.0)  # NaN, inf refused
+    check_generator("generator", generator)
+    sentinel_ids = check_id_list("sentinel_ids", sentinel_ids)
     rows = ids if ids.dim() == 2 else ids[None]  # (B, T)
     B, T = rows.shape
     if T < 2:
@@ -215,8 +227,23 @@ def span_restore(inputs: Tensor, targets: Tensor, sentinel_ids: Sequence[int]):
     Each sentinel in the input is replaced by the tokens that follow the same
     sentinel in the target (up to the next sentinel or the end).
 
-    Shapes: inputs (..., S), targets (..., T) -> (..., S - K + N)
+    Shapes: inputs (S,) or (B, S), targets (T,) or (B, T) -> (..., S - K + N)
     """
+    for name, x in (("inputs", inputs), ("targets", targets)):
+        check_tensor(name, x, "int")
+        check_has_values(name, x)
+        if x.dim() not in (1, 2):
+            raise ValueError(
+                f"{name} must have shape (S,) or (B, S), got {tuple(x.shape)}"
+            )
+    if inputs.dim() != targets.dim() or (
+        inputs.dim() == 2 and inputs.shape[0] != targets.shape[0]
+    ):
+        raise ValueError(
+            f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must "
+            "have the same rank and batch size"
+        )
+    sentinel_ids = check_id_list("sentinel_ids", sentinel_ids)
     if inputs.dim() == 2:
         return torch.stack(
             [
