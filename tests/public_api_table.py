@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+import transformer_book.models.kv_cache  # noqa: F401  (M.kv_cache below)
 from transformer_book import (
     attention,
     blocks,
@@ -971,12 +972,18 @@ add(
 )
 
 # ---- exercises: each checker takes the reader's function
+# (the answer checkers take numbers, tables and conclusions: their valid and wrong
+# answers are their own tests', tests/test_exercises_*.py)
 for _name in exercises.__all__:
     _check = getattr(exercises, _name)
-    add(
-        f"{_check.__module__.removeprefix('transformer_book.')}.{_name}",
-        fn(_check, fn=stub),
-    )
+    _key = f"{_check.__module__.removeprefix('transformer_book.')}.{_name}"
+    _params = list(inspect.signature(_check).parameters)
+    if _params == ["fn"]:
+        add(_key, fn(_check, fn=stub))
+    else:
+        _entry = fn(_check, **dict.fromkeys(_params, ...))
+        _entry.valid_call_only = "a reader's answers: tests/test_exercises_*.py"
+        add(_key, _entry)
 
 # ---- experiments: each chapter's headline experiment. The runs take seconds to
 # minutes: their valid calls are the seeds tests (tests/test_experiments_*.py);
@@ -1595,6 +1602,16 @@ add(
     ),
 )
 add(
+    "experiments.variants_uses.unigram_perplexity",
+    fn(
+        VU.unigram_perplexity,
+        tok=Lazy(bpe),
+        held=None,
+        skip={"tok": TOK},
+        slow=SEEDS_TEST.format("variants"),
+    ),
+)
+add(
     "experiments.variants_uses.pooled_topic_accuracy",
     fn(
         VU.pooled_topic_accuracy,
@@ -1779,6 +1796,16 @@ add(
     ),
 )
 add(
+    "experiments.bert_heads.study.corpus_texts",
+    fn(
+        BH.corpus_texts,
+        tokenizer=Lazy(lambda: minilm()[1]),
+        seed=0,
+        skip={"tokenizer": TOK},
+        accepts=SEED0,
+    ),
+)
+add(
     "experiments.bert_heads.study.heads_claims",
     fn(
         BH.heads_claims,
@@ -1954,6 +1981,28 @@ add(
     ),
 )
 add(
+    "models.kv_cache.KVCache",
+    fn(
+        M.kv_cache.KVCache,
+        n_layers=2,
+        batch=2,
+        n_kv_heads=2,
+        d_head=4,
+        capacity=4,
+        dtype=torch.float32,
+        device="cpu",
+    ),
+)
+add(
+    "models.kv_cache.KVCache.reserve",
+    method(
+        M.kv_cache.KVCache,
+        "reserve",
+        lambda: M.kv_cache.KVCache(2, 2, 2, 4, 4),
+        length=6,
+    ),
+)
+add(
     "models.gpt.gpt2_init_",
     fn(M.gpt.gpt2_init_, model=Lazy(lambda: nn.Linear(2, 2)), n_layers=2),
 )
@@ -2082,10 +2131,7 @@ add(
         accepts={("inputs", "empty"): "no tokens: nothing to restore"},
     ),
 )
-FILTER_OK = {
-    **batched("logits", empty=()),
-    ("logits", "meta device"): "computes on logits' device",
-}
+FILTER_OK = batched("logits", empty=())
 LOGITS = randn(2, 11)
 add(
     "models.sampling.top_k_filter",
@@ -2118,7 +2164,8 @@ OWNED_BY_DECODE_REWRITE = {
     "models.sampling.sample_next",
 }
 _REWRITE = "fixed by the decode rewrite (issue 28)"
-DECODE_REWRITE_XFAIL: dict[tuple[str, str, str], str] = {
+DECODE_REWRITE_XFAIL: dict[tuple[str, str, str], str] = {}  # the rewrite landed
+_DECODE_REWRITE_XFAIL_BEFORE: dict[tuple[str, str, str], str] = {
     (key, arg, label): _REWRITE
     for key, cases in {
         "models.gpt.GPT.forward_cached": {"cache": ("str", "int")},
@@ -2152,6 +2199,10 @@ GAPS: dict[str, str] = {}
 
 # ---- plot
 P = plot
+ANY_ALT = {
+    ("alt", "unknown str"): "any text states a finding",
+    ("alt", "empty"): "an empty alt marks a decorative figure",
+}
 add("plot.use_book_style", fn(P.use_book_style))
 add(
     "plot.attention_heatmap",
@@ -2229,7 +2280,25 @@ add(
         render=lambda a: P.figure_view(P.plt.figure()),
     ),
 )
-add("plot.figure_view", fn(P.figure_view, fig=Lazy(P.plt.figure), dpi=50))
+add(
+    "plot.figure_view",
+    fn(
+        P.figure_view,
+        fig=Lazy(P.plt.figure),
+        alt="a figure",
+        dpi=50,
+        accepts=ANY_ALT,
+    ),
+)
+add(
+    "plot.show",
+    fn(
+        P.show,
+        fig=Lazy(P.plt.figure),
+        alt="a figure",
+        accepts=ANY_ALT,
+    ),
+)
 
 # ---- position_lm (Chapter 4)
 PL = position_lm
@@ -2629,6 +2698,26 @@ add(
         device="cpu",
         slow="times two generations: tests/test_speed.py",
     ),
+)
+
+add(
+    "speed.bench_gpt",
+    fn(S.bench_gpt, max_len=8, device="cpu"),
+)
+add(
+    "speed.batch_tokens_per_s",
+    fn(
+        S.batch_tokens_per_s,
+        model=Lazy(tiny_gpt),
+        batches=(1, 2),
+        new_tokens=2,
+        prompt_len=2,
+        repeats=1,
+    ),
+)
+add(
+    "speed.decode_step_profile",
+    fn(S.decode_step_profile, model=Lazy(tiny_gpt), batch=1, prompt_len=2, steps=2),
 )
 
 # ---- tokenizer (Chapter 6)

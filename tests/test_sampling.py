@@ -106,11 +106,11 @@ def test_sampling_follows_the_filtered_distribution():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda x: top_k_filter(x, 0), ValueError, "top_k"),
-        (lambda x: top_k_filter(x, 1.5), ValueError, "top_k"),
-        (lambda x: top_p_filter(x, 0.0), ValueError, "top_p"),
-        (lambda x: top_p_filter(x, 1.01), ValueError, "top_p"),
-        (lambda x: top_p_filter(x, True), ValueError, "top_p"),
+        (lambda x: top_k_filter(x, 0), ValueError, "^k must"),
+        (lambda x: top_k_filter(x, 1.5), ValueError, "^k must"),
+        (lambda x: top_p_filter(x, 0.0), ValueError, "^p must"),
+        (lambda x: top_p_filter(x, 1.01), ValueError, "^p must"),
+        (lambda x: top_p_filter(x, True), ValueError, "^p must"),
         (lambda x: top_p_filter(x.long(), 0.5), TypeError, "floating"),
         (lambda x: sample_next(x, temperature=-0.1), ValueError, "temperature"),
         (lambda x: sample_next(x[0]), ValueError, r"\(B, V\)"),

@@ -84,7 +84,8 @@ def checker(name: str, todo: str = TODO_CODE) -> Callable:
         @functools.wraps(check)
         def run(*answers, **named) -> None:
             # Returns None, so that a notebook cell shows only the printed verdict.
-            fn = answers[0] if answers else None
+            given = [*answers, *named.values()]
+            fn = given[0] if given else None
             if todo == TODO_CODE and not callable(fn):  # a slip, not a wrong answer
                 raise TypeError(
                     f"fn must be your function (callable), got {type(fn).__name__}"

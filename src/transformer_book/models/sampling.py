@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor
 
-from .._validate import check_generator
+from .._validate import check_generator, check_has_values
 
 __all__ = ["top_k_filter", "top_p_filter", "sample_next"]
 
@@ -32,16 +32,19 @@ def _check_logits(logits: Tensor) -> None:
         raise ValueError("logits must be a tensor of shape (..., V)")
     if not logits.is_floating_point():
         raise TypeError(f"logits must be floating point, got {logits.dtype}")
+    if logits.shape[-1] == 0:
+        raise ValueError("logits must hold at least one token's score: V = 0")
+    check_has_values("logits", logits)
 
 
-def _check_top_k(k: object) -> None:
+def _check_top_k(k: object, name: str = "top_k") -> None:
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"top_k must be a positive int, got {k!r}")
+        raise ValueError(f"{name} must be a positive int, got {k!r}")
 
 
-def _check_top_p(p: object) -> None:
+def _check_top_p(p: object, name: str = "top_p") -> None:
     if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be a number in (0, 1], got {p!r}")
+        raise ValueError(f"{name} must be a number in (0, 1], got {p!r}")
 
 
 def check_sampling(
@@ -72,7 +75,7 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
     Shapes: logits (..., V) -> (..., V)
     """
     _check_logits(logits)
-    _check_top_k(k)
+    _check_top_k(k, "k")
     return _top_k(logits, k)
 
 
@@ -93,7 +96,7 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     Shapes: logits (..., V) -> (..., V)
     """
     _check_logits(logits)
-    _check_top_p(p)
+    _check_top_p(p, "p")
     return _top_p(logits, p)
 
 
