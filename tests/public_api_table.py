@@ -2269,7 +2269,7 @@ add(
     fn(
         P.linked_stack,
         control=Lazy(_dropdown),
-        children=Lazy(lambda: [P.figure_view(P.plt.figure()) for _ in range(2)]),
+        children=Lazy(lambda: [P.figure_view(P.plt.figure(), alt="a view") for _ in range(2)]),
     ),
 )
 add(
@@ -2277,7 +2277,7 @@ add(
     fn(
         P.linked_views,
         controls=Lazy(lambda: [_dropdown()]),
-        render=lambda a: P.figure_view(P.plt.figure()),
+        render=lambda a: P.figure_view(P.plt.figure(), alt="a view"),
     ),
 )
 add(
@@ -3121,12 +3121,8 @@ _SHOWN = (
 GAPS.update(
     {
         "attention.MultiHeadAttention.attend": _SHOWN.format("3 and 7"),
-        "models.encoder_decoder.EncoderDecoder.source_mask": _SHOWN.format(5),
         "experiments.translation.train_translation": _SHOWN.format(5),
-        "models.bert.BERT.encode": _SHOWN.format(6),
         "experiments.variants_uses.pooled_topic_accuracy": _SHOWN.format(6),
         "experiments.variants_uses.finetune_topic": _SHOWN.format(6),
-        "pretrained.bert_from_hf": _SHOWN.format(8),
-        "decision.corridor.returns_to_go": _SHOWN.format(8),
     }
 )

@@ -90,14 +90,6 @@ def test_bert_config_pad_id_must_be_an_int(pad_id):
         BERTConfig(vocab_size=10, max_len=8, pad_id=pad_id)
 
 
-# Two fixes change a function whose source a chapter prints (BERT.encode in
-# Chapter 6, bert_from_hf in Chapter 8): they wait for those chapters to be
-# re-executed, which the 2-core machine could not do in time (a cell passed
-# nbclient's 600 s limit). Strict: the test fails once the fix is in.
-WAITS_FOR_CHAPTER = "the fix changes the source Chapter {} prints: it waits for it"
-
-
-@pytest.mark.xfail(strict=True, reason=WAITS_FOR_CHAPTER.format(6))
 def test_bert_encode_names_a_mask_that_is_a_list():
     model = BERT(BERTConfig(vocab_size=10, max_len=8, d_model=8, n_heads=2))
     with pytest.raises(TypeError, match="mask"):
@@ -148,7 +140,6 @@ def _state(model: BERT) -> dict:
     return {theirs: state[ours] for ours, theirs in names.items()}
 
 
-@pytest.mark.xfail(strict=True, reason=WAITS_FOR_CHAPTER.format(8))
 @pytest.mark.parametrize("shape", [(2, 1), (16,), (0, 8)])
 def test_bert_from_hf_refuses_a_token_type_table_of_the_wrong_shape(shape):
     config = bert_config_from_hf(HF)

@@ -124,7 +124,7 @@ def test_kv_cache_speed_up_times_both_ways():
         (lambda: decode_step_profile(bench_gpt(8), prompt_len=0), ValueError, "prompt"),
         (
             lambda: generation_tokens_per_s(bench_gpt(8), [1], 2, True),
-            ValueError,
+            TypeError,
             "prompt",
         ),
     ],

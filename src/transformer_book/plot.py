@@ -334,7 +334,7 @@ def linked_views(controls: Sequence, render: Callable):
 
     ``render(*values)`` is called once for every combination of the controls'
     option values (the first control varies slowest) and returns the widget to show
-    for it, e.g. ``figure_view(fig)``. The views are nested ``linked_stack``s, one
+    for it, e.g. ``figure_view(fig, alt)``. The views are nested ``linked_stack``s, one
     level per control, so moving any control switches the view in the browser,
     without a kernel. The number of views is the product of the option counts: keep
     it small (each figure weighs its PNG in the page). Returns the ``VBox`` of the

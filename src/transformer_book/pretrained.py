@@ -248,6 +248,10 @@ def bert_from_hf(state: Mapping[str, Tensor], config: BERTConfig) -> BERT:
     A missing weight, a wrong shape, or a name the converter does not know raises
     ``ValueError`` naming it: nothing is loaded halfway.
     """
+    if not isinstance(state, Mapping):
+        raise TypeError(
+            f"state must be a state dict (a mapping), got {type(state).__name__}"
+        )
     if not isinstance(config, BERTConfig) or config.norm_first:
         raise ValueError("config must be a BERTConfig with norm_first=False")
     state = {k.removeprefix("bert."): v for k, v in state.items()}
@@ -283,6 +287,12 @@ def bert_from_hf(state: Mapping[str, Tensor], config: BERTConfig) -> BERT:
             )
         converted[ours] = value
     if segments in state:  # segment A's vector, folded into every position
+        table = state[segments]
+        if table.dim() != 2 or table.shape[0] < 1 or table.shape[1] != config.d_model:
+            raise ValueError(
+                f"state[{segments!r}] has shape {tuple(table.shape)}, the config "
+                f"needs (n_types >= 1, d_model={config.d_model})"
+            )
         converted["position.weight"] = converted["position.weight"] + state[segments][0]
     converted["output.weight"] = converted["token.weight"]  # tied
     converted["output.bias"] = torch.zeros(config.vocab_size)

@@ -134,8 +134,9 @@ def returns_to_go(rewards: Tensor, gamma: float = 1.0) -> Tensor:
     """
     check_float_input("rewards", rewards, "(..., T)")
     gamma = check_real("gamma", gamma, 0.0, 1.0)
-    out = torch.empty_like(rewards)
-    running = torch.zeros_like(rewards[..., 0])  # (...,)
+    check_has_values("rewards", rewards)
+    out = torch.empty_like(rewards)  # no steps: no returns, an empty (..., 0)
+    running = rewards.new_zeros(rewards.shape[:-1])  # (...,)
     for t in range(rewards.shape[-1] - 1, -1, -1):
         running = rewards[..., t] + gamma * running
         out[..., t] = running

@@ -106,9 +106,8 @@ class BERT(nn.Module):
         Shapes: idx (B, T) -> (B, T, D)
         """
         check_ids("idx", idx, self.cfg.vocab_size, self.cfg.max_len)
+        self._check_mask(idx, mask)
         mask = self.padding_mask(idx) if mask is None else mask
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be bool (True = may attend), got {mask.dtype}")
         positions = self.position.weight[: idx.shape[1]]  # (T, D)
         x = self.dropout(self.embed_norm(self.token(idx) + positions))  # (B, T, D)
         weights = []
@@ -122,7 +121,6 @@ class BERT(nn.Module):
         return (x, weights) if need_weights else x
 
     def forward(self, idx: Tensor, mask: Tensor | None = None) -> Tensor:
-        self._check_mask(idx, mask)
         return self.output(self.encode(idx, mask))  # (B, T, D) -> (B, T, V)
 
     def _check_mask(self, idx: Tensor, mask: Tensor | None) -> None:

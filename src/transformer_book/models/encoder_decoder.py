@@ -126,6 +126,7 @@ class EncoderDecoder(nn.Module):
 
     def source_mask(self, src: Tensor) -> Tensor:
         """(B, 1, S) bool, True for real source tokens: queries may not see padding."""
+        self._check_ids("src", src)
         return (src != self.cfg.pad_id)[:, None, :]
 
     def encode(self, src: Tensor) -> Tensor:
@@ -133,8 +134,7 @@ class EncoderDecoder(nn.Module):
 
         Shapes: src (B, S) -> memory (B, S, D)
         """
-        self._check_ids("src", src)
-        mask = self.source_mask(src)  # (B, 1, S)
+        mask = self.source_mask(src)  # (B, 1, S); checks src
         x = self.embed(src)  # (B, S) -> (B, S, D)
         for block in self.encoder:
             x = block(x, mask=mask)
