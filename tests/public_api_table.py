@@ -2269,7 +2269,9 @@ add(
     fn(
         P.linked_stack,
         control=Lazy(_dropdown),
-        children=Lazy(lambda: [P.figure_view(P.plt.figure(), alt="a view") for _ in range(2)]),
+        children=Lazy(
+            lambda: [P.figure_view(P.plt.figure(), alt="a view") for _ in range(2)]
+        ),
     ),
 )
 add(
