@@ -554,8 +554,16 @@ SEARCHES = {
 }
 
 
-def search_results(browser, server: str, folder: str, term: str) -> list[str]:
-    """The pages the built book's search page lists for ``term``."""
+def search_results(
+    browser, server: str, folder: str, term: str, expected: str
+) -> list[str]:
+    """The pages the built book's search page lists for ``term``.
+
+    It waits until the page ``expected`` is listed or the search has finished. The
+    search lists its results one by one while it fetches each listed page for a
+    summary; the chapters are megabytes of HTML each, so on a busy machine the whole
+    list can take long after the one result the test looks for.
+    """
     from urllib.parse import quote
 
     context = browser.new_context()
@@ -563,9 +571,12 @@ def search_results(browser, server: str, folder: str, term: str) -> list[str]:
     page = context.new_page()
     page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
     page.wait_for_function(
-        "() => document.querySelector('#search-results .search-summary')"
-        " && typeof Search !== 'undefined' && Search._pulse_status === -1",
-        timeout=20000,
+        """expected => document.querySelector(
+              `#search-results ul.search li a[href*="${expected}"]`)
+            || (document.querySelector('#search-results .search-summary')
+                && typeof Search !== 'undefined' && Search._pulse_status === -1)""",
+        arg=expected,
+        timeout=90000,
     )
     hrefs = page.eval_on_selector_all(
         "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
@@ -582,5 +593,5 @@ def test_the_search_finds_each_chapter_by_its_terms(
     server, browser, lang, term, chapter
 ):
     folder = "zh-TW/" if lang == "zh-TW" else ""
-    hrefs = search_results(browser, server, folder, term)
+    hrefs = search_results(browser, server, folder, term, chapter)
     assert any(chapter in h for h in hrefs), f"{term!r} in {lang}: {hrefs}"
