@@ -1,4 +1,4 @@
-"""The whole Transformer on one page: two self-contained listings (the appendix).
+"""The whole Transformer in two self-contained listings, one file each.
 
 ``gpt.py`` is a decoder-only GPT and ``transformer.py`` the encoder-decoder
 Transformer of Vaswani et al. (2017). Each is one file that imports only ``torch``
