@@ -189,9 +189,11 @@ def _use_local_copies(app, config) -> None:
     # A local copy is loaded without ``crossorigin``: from disk (file://) a script
     # loaded in CORS mode is blocked
     config.nb_ipywidgets_js = {
-        local[url]: {k: v for k, v in attributes.items() if k != "crossorigin"}
-        if url in local
-        else attributes
+        local.get(url, url): (
+            {k: v for k, v in attributes.items() if k != "crossorigin"}
+            if url in local
+            else attributes
+        )
         for url, attributes in dict(config.nb_ipywidgets_js or {}).items()
     }
     # (package, file in it) of each local copy the pages load
