@@ -181,16 +181,24 @@ def test_gpt_greedy_generation_is_the_packages(seed):
     assert torch.equal(listing.generate(prompt, 20), expected)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [8, 10])
 def test_transformer_greedy_decoding_is_the_packages(seed):
     """An EOS id never produced gives 20 tokens; one produced stops early and pads
-    the finished rows: in the listing as in the package."""
+    the finished rows: in the listing as in the package. (An untrained post-norm
+    model with a tied table mostly repeats one token, often the same for every
+    source; seeds 8 and 10 give rows that differ and change within a row.)"""
     package, listing = transformer_pair(seed)
     src = source_batch(seed)
     free = listing.greedy_decode(src, 1, -1, 20)  # no validation: -1 never comes
+    assert len(free[:, 1:].unique()) >= 3  # the decoding depends on the source
     never = sorted(set(range(11)) - set(free[:, 1:].flatten().tolist()))
     assert never, "every token was produced: pick another seed"
-    stops = free[0, 6].item()  # row 0 stops at its first `stops`, the others later
+    first = {  # token -> the step at which each row first produces it (99: never)
+        t: [row.tolist().index(t) if t in row.tolist() else 99 for row in free[:, 1:]]
+        for t in range(11)
+    }
+    stops = next(t for t, steps in first.items() if min(steps) < max(steps))
+    # one row produces `stops` before another does: it finishes early and is padded
     for eos_id, length in ((never[0], 21), (stops, None)):
         expected = package.greedy_decode(src, 1, eos_id, max_new_tokens=20)
         assert torch.equal(listing.greedy_decode(src, 1, eos_id, 20), expected)
