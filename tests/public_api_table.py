@@ -53,6 +53,7 @@ from transformer_book.experiments import (
     extrapolation,
     heads,
     lookup,
+    one_page,
     pretraining,
     recall,
     scaling,
@@ -279,6 +280,7 @@ RECORDS = {
         "experiments.extrapolation.ExtrapolationResult",
         "experiments.heads.HeadsResult",
         "experiments.lookup.LookupResult",
+        "experiments.one_page.ToyRun",
         "experiments.pretraining.TopicData",
         "experiments.pretraining.SampleEfficiency",
         "experiments.scaling.PowerLawFit",
@@ -1345,6 +1347,14 @@ add(
         ),
     ),
 )
+OP = one_page
+for _run, _length in ((OP.run_sort, "n_digits"), (OP.run_reverse, "max_len")):
+    add(
+        f"experiments.one_page.{_run.__name__}",
+        fn(
+            _run, seed=0, steps=1, **{_length: 3}, n_test=2, device="cpu", accepts=SEED0
+        ),
+    )
 RC = recall
 add(
     "experiments.recall.make_model",

@@ -21,6 +21,8 @@ module             experiment                                              chapt
 ``pretraining``    sample efficiency: pretrained probe against scratch     8
 ``vision``         a ViT against an MLP and a CNN on handwritten digits    8
 ``scaling``        four sizes of GPT on one corpus; a fitted power law     8
+``one_page``       the appendix's listings: GPT sorts, Transformer         app.
+                   reverses digits
 =================  ======================================================  =======
 
 The Decision Transformer of Chapter 8 is in ``transformer_book.decision``.
