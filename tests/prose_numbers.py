@@ -238,12 +238,17 @@ def concepts_document(chapter: Document) -> Document:
 
 def book_documents() -> list[Document]:
     sys.path.insert(0, str(ROOT / "scripts"))
-    from toc_notebooks import toc_notebooks
+    from toc_notebooks import chapter_number, toc_notebooks
 
-    chapters = [chapter_document(p) for p in toc_notebooks()]
+    pages = toc_notebooks()  # the chapters and the appendix
+    chapters = [chapter_document(p) for p in pages]
     everything = set().union(*(c.haystack for c in chapters))
     documents = list(chapters)
-    documents += [concepts_document(c) for c in chapters]
+    documents += [  # the appendix has no concept checks
+        concepts_document(c)
+        for c, p in zip(chapters, pages, strict=True)
+        if chapter_number(p) is not None
+    ]
     for name in ("intro",):
         text = (ROOT / "book" / f"{name}.md").read_text()
         documents.append(Document(name, [(name, text)], everything))

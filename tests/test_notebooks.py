@@ -21,10 +21,13 @@ from transformer_book.concepts import concept_check
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from toc_notebooks import toc_notebooks  # noqa: E402
+from toc_notebooks import chapter_notebooks, toc_notebooks  # noqa: E402
 
-NOTEBOOKS = toc_notebooks()
+NOTEBOOKS = toc_notebooks()  # the chapters and the appendix
 IDS = [p.stem for p in NOTEBOOKS]
+CHAPTERS = chapter_notebooks()  # the numbered chapters only
+CHAPTER_IDS = [p.stem for p in CHAPTERS]
+APPENDIX = [p for p in NOTEBOOKS if p not in CHAPTERS]
 
 
 def repository_url() -> str:
@@ -83,7 +86,7 @@ def test_committed_executed_top_to_bottom_without_errors(path):
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_widgets_work_without_a_kernel(path):
     """Every widget is a linked one (precomputed views switched in the browser).
 
@@ -106,7 +109,7 @@ def test_widgets_work_without_a_kernel(path):
     assert "widgets" in nb.metadata, "widget state missing: execute with make execute"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_concept_checks_close_their_sections(path):
     """Each chapter shows every one of its concept checks once, at the end of the
     section it is for, with the input hidden in the HTML and the committed output
@@ -136,7 +139,7 @@ def test_concept_checks_close_their_sections(path):
     assert 3 <= n <= 5, f"{n} questions in chapter {chapter}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_structure(path):
     nb = load(path)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -147,6 +150,39 @@ def test_chapter_structure(path):
     assert text.count("<summary>Solution</summary>") == len(exercises_found)
     assert "## References" in text
     assert not re.search(r"\bTODO\b|\bTBD\b|\bFIXME\b", text)
+
+
+def test_the_toc_has_the_chapters_then_the_appendix():
+    assert [p.name[:3] for p in CHAPTERS] == [f"{n:02d}_" for n in range(1, 9)]
+    assert [p.name for p in APPENDIX] == ["appendix_one_page.ipynb"]
+    assert NOTEBOOKS == CHAPTERS + APPENDIX, "the appendix comes after the chapters"
+
+
+@pytest.mark.parametrize("path", APPENDIX, ids=[p.stem for p in APPENDIX])
+def test_appendix_structure(path):
+    """An appendix page is not a chapter (no exercises, concept checks or widget),
+    but it has a title, a summary and references like one."""
+    nb = load(path)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    assert "## Summary" in text and "## References" in text
+    assert not re.search(r"\bTODO\b|\bTBD\b|\bFIXME\b", text)
+    assert not re.search(r"^### Exercise", text, re.M), "exercises belong to chapters"
+
+
+def test_the_appendix_shows_each_listing_whole_as_the_file_holds_it():
+    """The listings are read from the repository (``show_source`` of the module),
+    never pasted: each one's shown text is its file, byte for byte."""
+    nb = load(ROOT / "book" / "appendix_one_page.ipynb")
+    shown = {
+        c.source.strip(): c.outputs[0]["data"]["text/plain"]
+        for c in code_cells(nb)
+        if c.source.strip().startswith("show_source(")
+    }
+    listings = ROOT / "src" / "transformer_book" / "listings"
+    for module in ("gpt", "transformer"):
+        text = (listings / f"{module}.py").read_text().rstrip("\n")  # as Jupyter
+        assert shown.get(f"show_source({module})") == text, f"{module}.py not shown"
 
 
 def test_every_cited_key_is_in_the_bibliography():
@@ -213,7 +249,7 @@ def test_exercise_pairs_reads_both_kinds_of_stub():
     assert call and call.group(1) == "check_ab"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
 def test_at_least_two_coding_exercises_are_checked(path):
     assert len(exercise_pairs(path)) >= 2
 
