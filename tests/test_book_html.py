@@ -34,6 +34,9 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from book_html import UI_ZH_TW  # noqa: E402
 from book_offline import NPM_COPIES, STATIC_FOLDER  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from toc_notebooks import chapter_number  # noqa: E402
+
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -305,11 +308,13 @@ RAW_MARKUP = [
 def check_quizzes(page, page_path: Path, problems: list[str]) -> list[str]:
     """Click every answer of every concept check: each must say right or wrong.
 
-    Every chapter holds 3 to 5 questions; each has exactly one right answer.
+    Every chapter holds 3 to 5 questions; each has exactly one right answer. (The
+    appendix is a notebook but not a numbered chapter: it has none.)
     """
     quizzes = page.locator(f".{QUIZ_CLASS}")
     questions = page.locator(f".{QUIZ_CLASS} .tb-question")
-    is_chapter = (ROOT / page_path.relative_to(HTML).with_suffix(".ipynb")).exists()
+    source = ROOT / page_path.relative_to(HTML).with_suffix(".ipynb")
+    is_chapter = source.exists() and chapter_number(source) is not None
     if is_chapter and not 3 <= questions.count() <= 5:
         problems.append(f"{questions.count()} concept-check questions, not 3 to 5")
     for q in range(questions.count()):
