@@ -128,7 +128,7 @@ def test_the_editions_contents_are_the_english_ones():
 
     english, chinese = (_config(ROOT / p / "_toc.yml") for p in (".", "zh-TW"))
     assert files(chinese) == files(english)
-    assert [p["caption"] for p in chinese["parts"]] == ["章節", "參考資料"]
+    assert [p["caption"] for p in chinese["parts"]] == ["章節", "附錄", "參考資料"]
 
 
 def test_each_page_links_to_itself_in_the_other_edition():
