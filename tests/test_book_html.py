@@ -627,7 +627,8 @@ def test_a_downloaded_copy_works_from_disk(browser, tmp_path):
     )
 
 
-# A term of each chapter, as a reader would type it, and the chapter it must find.
+# A term of each chapter (and of the appendix), as a reader would type it, and the page
+# it must find.
 # Sphinx's search matches whole index terms, so the zh-TW index must hold the book's
 # terms as words (jieba, with the glossary's terms as its user dictionary).
 SEARCHES = {
@@ -641,7 +642,11 @@ SEARCHES = {
         "計算複雜度": "07_complexity",
         "湧現能力": "08_beyond_text",
     },
-    "en": {"positional": "04_positional_encoding", "FlashAttention": "07_complexity"},
+    "en": {
+        "positional": "04_positional_encoding",
+        "FlashAttention": "07_complexity",
+        "nanoGPT": "appendix_one_page",
+    },
 }
 
 
