@@ -19,8 +19,11 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 install: $(STAMP)
 
 # Both editions: the English one at the site's root, the zh-TW one under zh-TW/, its
-# pages generated from the English pages and the catalogues (scripts/i18n.py).
+# pages generated from the English pages and the catalogues (scripts/i18n.py). Each
+# edition holds local copies of MathJax, require.js and the widget manager, fetched
+# from npm into _build/npm (scripts/npm_copies.py), so the book works offline.
 book: $(STAMP)
+	$(PY) scripts/npm_copies.py
 	$(PY) scripts/i18n.py generate
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	$(VENV)/bin/jupyter-book build zh-TW -W -n --keep-going
@@ -79,7 +82,7 @@ seeds: $(STAMP)
 html: book
 
 browser: $(STAMP)
-	bash scripts/browser_deps.sh
+	$(PY) scripts/npm_copies.py axe-core@4.14.1
 	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py
 
 # Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and

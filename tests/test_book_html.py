@@ -3,7 +3,10 @@
 Checks, page by page: formulas typeset with no MathJax error, every image loads,
 no console error, every relative link resolves (file and anchor), each notebook
 page's Colab button points at the notebook on the repository, and the widgets
-render. CDN requests are answered from local npm copies (scripts/browser_deps.sh).
+render. The network is blocked: the book must work offline, from its own copies of
+MathJax, require.js and the widget manager (book/_ext/book_offline.py), so any
+request that leaves 127.0.0.1 fails the test; a page of each edition is also opened
+from disk (file://), as a reader of a downloaded copy opens it.
 
 Needs `make book` first, and Debian's chromium; without chromium the test skips
 (except in CI, where it fails).
@@ -19,7 +22,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pytest
 
@@ -29,9 +32,9 @@ from transformer_book.plot import LINKED_CLASS
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from book_html import UI_ZH_TW  # noqa: E402
+from book_offline import NPM_COPIES, STATIC_FOLDER  # noqa: E402
 
 HTML = ROOT / "_build" / "html"
-VENDOR = ROOT / "tests" / "browser" / "vendor"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -65,6 +68,46 @@ def test_the_front_page_redirects_to_the_preface():
     assert (HTML / target).is_file(), target
 
 
+# A script or a style sheet that a page would load from the network
+REMOTE_ASSET = re.compile(
+    r"<script\b[^>]*\bsrc=\"(?:https?:)?//[^\"]*"
+    r"|<link\b(?=[^>]*\brel=\"(?:stylesheet|preload|modulepreload)\")"
+    r"[^>]*\bhref=\"(?:https?:)?//[^\"]*",
+    re.I,
+)
+# The scripts the book holds its own copies of, and the folder they must come from
+OWN_COPIES = {
+    "MathJax": "/mathjax@",
+    "require.js": "/requirejs@",
+    "widget manager": "/html-manager@",
+}
+
+
+def test_every_page_loads_the_books_own_copies():
+    """No page of either edition loads a script or style sheet from the network;
+    MathJax, require.js and the widget manager come from the edition's own
+    _static/npm/, and the files are there."""
+    problems, counts = [], dict.fromkeys(OWN_COPIES, 0)
+    for page_path in sorted(HTML.rglob("*.html")):
+        text = page_path.read_text(errors="replace")
+        name = page_path.relative_to(HTML).as_posix()
+        problems += [f"{name}: {t[:160]}" for t in REMOTE_ASSET.findall(text)]
+        for src in re.findall(r'<script\b[^>]*\bsrc="([^"?]+)', text):
+            for what, marker in OWN_COPIES.items():
+                if marker not in src:
+                    continue
+                counts[what] += 1
+                file = (page_path.parent / src).resolve()
+                root = HTML / "zh-TW" if name.startswith("zh-TW/") else HTML
+                if not file.is_relative_to(root / "_static" / STATIC_FOLDER):
+                    problems.append(f"{name}: {what} from {src}, not the edition's")
+                elif not file.is_file():
+                    problems.append(f"{name}: {what} at {src} is missing")
+    assert not problems, "\n".join(problems)
+    # both editions have pages with formulas and with widgets
+    assert all(n >= 2 for n in counts.values()), counts
+
+
 @pytest.fixture(scope="module")
 def server():
     if not (HTML / "index.html").exists():
@@ -89,8 +132,8 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    if not VENDOR.exists():
-        pytest.fail("CDN copies missing: run `bash scripts/browser_deps.sh`")
+    if not AXE.exists():
+        pytest.fail(f"{AXE} missing: run `make browser` (it fetches axe-core)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -104,36 +147,41 @@ def browser():
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
+                # no network: every host name but 127.0.0.1 fails to resolve
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
             ],
         )
         yield browser
         browser.close()
 
 
-def serve_cdn(route, unexpected: list[str]) -> None:
-    """Answer cdn.jsdelivr.net/npm/<package>/<path> from the local npm copies."""
-    url = urlparse(route.request.url)
-    parts = url.path.removeprefix("/npm/").split("/")
-    n = 2 if parts[0].startswith("@") else 1
-    path = VENDOR.joinpath(*parts[:n], *parts[n:])
-    if not path.exists() and path.name.endswith(".min.js"):
-        # jsdelivr minifies any file on request: require.min.js is require.js
-        path = path.with_name(path.name.removesuffix(".min.js") + ".js")
-    if url.netloc == "cdn.jsdelivr.net" and path.is_file():
-        suffix = path.suffix
-        types = {
-            ".js": "application/javascript",
-            ".css": "text/css",
-            ".woff": "font/woff",
-            ".woff2": "font/woff2",
-            ".json": "application/json",
-        }
-        route.fulfill(
-            path=str(path), content_type=types.get(suffix, "application/octet-stream")
+def block_network(context, outside: list[str]) -> None:
+    """Abort every request of ``context`` that leaves 127.0.0.1, listing it."""
+
+    def refuse(route) -> None:
+        outside.append(route.request.url)
+        route.abort("internetdisconnected")
+
+    context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]|file:)[a-z]+://"), refuse)
+
+
+def check_math(page, problems: list[str]) -> None:
+    """Every formula is typeset, with no MathJax error."""
+    if page.locator(".math, span.math, div.math").count() == 0:
+        return
+    try:
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=20000,
         )
-    else:
-        unexpected.append(route.request.url)
-        route.abort()
+    except Exception:
+        problems.append("MathJax did not load")
+        return
+    page.evaluate("() => MathJax.startup.promise")
+    if page.locator("mjx-container").count() == 0:
+        problems.append("formulas were not typeset")
+    if page.locator("mjx-merror, .mjx-merror").count():
+        problems.append("MathJax reported an error in a formula")
 
 
 def check_links(page, page_path: Path, problems: list[str]) -> None:
@@ -406,7 +454,7 @@ def move(control) -> str | None:
 def problems_of(browser, server: str, page_path: Path) -> list[str]:
     """Open one page and list everything wrong with it."""
     problems: list[str] = []
-    unexpected: list[str] = []
+    outside: list[str] = []
 
     def on_console(message) -> None:
         if message.type == "error":
@@ -417,24 +465,13 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
             problems.append(f"HTTP {response.status}: {response.url}")
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.route(
-        re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda r: serve_cdn(r, unexpected)
-    )
+    block_network(context, outside)
     page = context.new_page()
     page.on("console", on_console)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("response", on_response)
     page.goto(f"{server}/{page_path.relative_to(HTML).as_posix()}", wait_until="load")
-    if page.locator(".math, span.math, div.math").count() > 0:
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-            timeout=20000,
-        )
-        page.evaluate("() => MathJax.startup.promise")
-        if page.locator("mjx-container").count() == 0:
-            problems.append("formulas were not typeset")
-        if page.locator("mjx-merror, .mjx-merror").count():
-            problems.append("MathJax reported an error in a formula")
+    check_math(page, problems)
     check_raw_markup(page, problems)
     notes = check_widgets(page, page_path, problems)
     notes += check_quizzes(page, page_path, problems)
@@ -448,14 +485,14 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     check_colab(page, page_path, problems)
     check_edition(page, page_path, problems)
     check_accessibility(page, page_path, problems)
-    problems += [f"request outside the book: {u}" for u in unexpected]
+    problems += [f"request outside the book (offline, it fails): {u}" for u in outside]
     page.screenshot(path=str(SHOTS / (page_path.stem + ".png")), full_page=False)
     context.close()
     size = page_path.stat().st_size / 1e6
     return problems, [f"{size:.2f} MB", *notes]
 
 
-AXE = VENDOR / "axe-core@4.14.1" / "axe.min.js"
+AXE = NPM_COPIES / "axe-core@4.14.1" / "axe.min.js"  # make browser fetches it
 # The WCAG 2.1 A and AA rules of axe-core
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 AXE_RUN_JS = """async tags => {
@@ -536,6 +573,55 @@ def test_every_page_renders_cleanly(server, browser):
     )
 
 
+def widget_pages() -> list[Path]:
+    """The first page with widgets of each edition."""
+    found = {}
+    for page_path in pages():
+        source = ROOT / page_path.relative_to(HTML).with_suffix(".ipynb")
+        if (
+            source.exists()
+            and '"application/vnd.jupyter.widget-view+json"' in source.read_text()
+        ):
+            found.setdefault(edition(page_path), page_path)
+    return list(found.values())
+
+
+def test_a_downloaded_copy_works_from_disk(browser, tmp_path):
+    """A zip of _build/html, unpacked elsewhere: a page with formulas and widgets
+    of each edition, opened from disk (file://) as a reader opens a downloaded
+    copy, with no network: the formulas are typeset, and every control of every
+    widget moves its view."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    archive = shutil.make_archive(str(tmp_path / "book"), "zip", HTML)
+    shutil.unpack_archive(archive, tmp_path / "unpacked")
+    checked = widget_pages()
+    assert {edition(p) for p in checked} == {"en", "zh-TW"}, checked
+    failures = {}
+    for page_path in checked:
+        problems, outside = [], []
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        block_network(context, outside)
+        page = context.new_page()
+        page.on("console", lambda m, p=problems: m.type == "error" and p.append(
+            f"console error: {m.text}"))  # fmt: skip
+        page.on("pageerror", lambda e, p=problems: p.append(f"page error: {e}"))
+        copy = tmp_path / "unpacked" / page_path.relative_to(HTML)
+        page.goto(copy.as_uri(), wait_until="load")
+        if page.locator(".math, span.math, div.math").count() == 0:
+            problems.append("no formula on the page: pick one with formulas")
+        check_math(page, problems)
+        notes = check_widgets(page, page_path, problems)
+        if not notes:
+            problems.append("no widget checked")
+        problems += [f"request outside the book: {u}" for u in outside]
+        context.close()
+        if problems:
+            failures[page_path.relative_to(HTML).as_posix()] = problems
+    assert not failures, "\n".join(
+        f"{k}:\n  " + "\n  ".join(v) for k, v in failures.items()
+    )
+
+
 # A term of each chapter, as a reader would type it, and the chapter it must find.
 # Sphinx's search matches whole index terms, so the zh-TW index must hold the book's
 # terms as words (jieba, with the glossary's terms as its user dictionary).
@@ -554,8 +640,16 @@ SEARCHES = {
 }
 
 
-def search_results(browser, server: str, folder: str, term: str) -> list[str]:
-    """The pages the built book's search page lists for ``term``."""
+def search_results(
+    browser, server: str, folder: str, term: str, expected: str
+) -> list[str]:
+    """The pages the built book's search page lists for ``term``.
+
+    It waits until the page ``expected`` is listed or the search has finished. The
+    search lists its results one by one while it fetches each listed page for a
+    summary; the chapters are megabytes of HTML each, so on a busy machine the whole
+    list can take long after the one result the test looks for.
+    """
     from urllib.parse import quote
 
     context = browser.new_context()
@@ -563,9 +657,12 @@ def search_results(browser, server: str, folder: str, term: str) -> list[str]:
     page = context.new_page()
     page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
     page.wait_for_function(
-        "() => document.querySelector('#search-results .search-summary')"
-        " && typeof Search !== 'undefined' && Search._pulse_status === -1",
-        timeout=20000,
+        """expected => document.querySelector(
+              `#search-results ul.search li a[href*="${expected}"]`)
+            || (document.querySelector('#search-results .search-summary')
+                && typeof Search !== 'undefined' && Search._pulse_status === -1)""",
+        arg=expected,
+        timeout=90000,
     )
     hrefs = page.eval_on_selector_all(
         "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
@@ -582,5 +679,5 @@ def test_the_search_finds_each_chapter_by_its_terms(
     server, browser, lang, term, chapter
 ):
     folder = "zh-TW/" if lang == "zh-TW" else ""
-    hrefs = search_results(browser, server, folder, term)
+    hrefs = search_results(browser, server, folder, term, chapter)
     assert any(chapter in h for h in hrefs), f"{term!r} in {lang}: {hrefs}"

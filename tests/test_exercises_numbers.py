@@ -222,6 +222,19 @@ KV_WRONG = [
     ({**PPL, 3: [106, 126, 92]}, False, True, "the key/value heads 4, 2 and 1"),
     (with_row(1, k2=0.3), False, True, "not losses or accuracies"),
     (with_row(0, k4=380.0), False, True, "not what run_kv_sharing measures"),
+    # the held-out losses in nats (ln of the perplexities), and the same in bits
+    (
+        {s: {k: math.log(v) for k, v in row.items()} for s, row in PPL.items()},
+        False,
+        True,
+        "not losses or accuracies",
+    ),
+    (
+        {s: {k: math.log2(v) for k, v in row.items()} for s, row in PPL.items()},
+        False,
+        True,
+        "not losses or accuracies",
+    ),
     (with_row(0, k4="145"), False, True, "should be a number"),
     (PPL, "no", True, "always_between should be True or False"),
     (PPL, False, 1, "spread_wins should be True or False"),

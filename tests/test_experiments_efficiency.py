@@ -16,6 +16,7 @@ from transformer_book.experiments.efficiency import (
     APPROXIMATIONS,
     KV_HEADS,
     KV_PPL_BOUND,
+    KV_PPL_FLOOR,
     LOOKUP_BOUNDS,
     LOOKUP_SIZES,
     RECALL_BOUNDS,
@@ -121,6 +122,7 @@ def test_shared_key_value_heads_still_learn_for_other_seeds(seed):
     assert sorted(runs) == sorted(KV_HEADS)
     for n_kv, run in runs.items():
         assert run["ppl"] <= KV_PPL_BOUND * run["unigram_ppl"], (n_kv, run)
+        assert run["ppl"] >= KV_PPL_FLOOR * run["unigram_ppl"], (n_kv, run)
         assert run["cache_bytes"] == 2 * 2 * n_kv * 16 * 4, "2 x L x Hkv x Dh x 4 B"
 
 

@@ -55,12 +55,32 @@ torch.optim.AdamW(torch.nn.Linear(1, 1).parameters()).step()
 TIME_LIMIT = 5.0  # seconds for one bad call: a check is immediate, a hang is not
 
 
+# The appendix's one-page listings check no input by design: they are the models
+# with nothing but the computation, for a reader to paste into an empty notebook.
+# tests/test_listings.py holds them equal to the package's GPT and EncoderDecoder,
+# which are the validated versions and are in this table.
+EXEMPT_PACKAGE = "transformer_book.listings"
+
+
+def test_the_exemption_is_the_listings_only():
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(
+            transformer_book.__path__, "transformer_book."
+        )
+        if info.name.startswith(EXEMPT_PACKAGE)
+    ]
+    assert sorted(names) == [EXEMPT_PACKAGE + s for s in ("", ".gpt", ".transformer")]
+
+
 def public_names() -> dict[str, object]:
     """``module.qualname`` -> object, for every public function, class and method."""
     found = {}
     for info in pkgutil.walk_packages(transformer_book.__path__, "transformer_book."):
         if any(part.startswith("_") for part in info.name.split(".")):
             continue  # a private module (exercises._checking)
+        if info.name.startswith(EXEMPT_PACKAGE):
+            continue  # the appendix's listings (EXEMPT_PACKAGE)
         module = importlib.import_module(info.name)
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)

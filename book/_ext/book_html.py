@@ -9,7 +9,8 @@
    ``Hub`` forwards to MathJax 3's ``typesetPromise``.
 3. Point the HTML manager's fonts at the manager's own folder. Its style sheets
    name them with a path relative to the page (404s, and console errors); the
-   folder is taken from the manager's URL in ``nb_ipywidgets_js``.
+   folder is that of the manager's ``<script>`` (the local copy's, or the CDN's:
+   book_offline.py).
 4. Link every page to the same page of the other edition (English at the site's
    root, zh-TW under ``zh-TW/``): a link at the top of the article and a
    ``<link rel="alternate" hreflang>`` in the head. ``tb_edition`` says which
@@ -42,7 +43,6 @@
 """
 
 import html
-import json
 import re
 from pathlib import Path
 
@@ -77,13 +77,18 @@ FONT_FIX = """
   // The manager's style sheets name its hashed font files with a path relative to
   // the page, and it forces a style recalculation right after inserting them, so
   // the text is fixed as it is inserted: before the browser can fetch anything.
-  var base = %s;
+  var base = null;  // the folder of the manager's script, local copy or CDN
+  function managerFolder() {
+    var script = document.querySelector("script[src*='/html-manager@']");
+    return script ? script.src.split(/[?#]/)[0].replace(/[^\\/]*$/, "") : "";
+  }
   var wrong = new RegExp(
     "url\\\\((['\\"]?)[^)'\\"]*@jupyter-widgets/(?:html-manager/dist/)?" +
       "([0-9a-f]{20}\\\\.(?:woff2?|ttf|eot|svg))",
     "g"
   );
   function fix(parent, node) {
+    base = base || managerFolder();
     var isText = node && node.nodeType === 3;
     var isStyleText = isText && parent && parent.tagName === "STYLE";
     if (isStyleText && node.data.search(wrong) >= 0) {
@@ -146,9 +151,8 @@ def _add_widget_shim(app):
     ]
     if not urls:
         return
-    assets = urls[0].rsplit("/", 1)[0] + "/"  # .../html-manager@X/dist/
     # Before the manager loads and injects its style sheets.
-    app.add_js_file(None, body=FONT_FIX % json.dumps(assets), priority=400)
+    app.add_js_file(None, body=FONT_FIX, priority=400)
     # After the MathJax configuration (priority 500), which replaces window.MathJax.
     app.add_js_file(None, body=WIDGET_SHIM, priority=510)
 

@@ -86,6 +86,19 @@ def train_decision_transformer(
     data = offline_dataset(seed=seed) if data is None else data
     if not isinstance(data, Trajectories):
         raise TypeError(f"data must be Trajectories, got {type(data).__name__}")
+    return _train_decision_transformer(seed, steps, data, batch_size, lr, cfg, device)
+
+
+def _train_decision_transformer(
+    seed: int,
+    steps: int,
+    data: Trajectories,
+    batch_size: int,
+    lr: float,
+    cfg: DecisionConfig | None,
+    device,
+) -> tuple[DecisionTransformer, dict]:
+    """``train_decision_transformer`` after its checks: batches, model, loop."""
     gen = torch.Generator().manual_seed(seed + 1)
     picks = torch.randint(len(data.states), (steps, batch_size), generator=gen)
 

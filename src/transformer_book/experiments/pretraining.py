@@ -276,6 +276,19 @@ def run_sample_efficiency(
         raise TypeError(f"label_counts must be a tuple of ints, got {label_counts!r}")
     for i, n in enumerate(label_counts):
         check_int(f"label_counts[{i}]", n, minimum=1)
+    return _run_sample_efficiency(
+        data, train_features, test_features, seed, tuple(label_counts)
+    )
+
+
+def _run_sample_efficiency(
+    data: TopicData,
+    train_features: Tensor,
+    test_features: Tensor,
+    seed: int,
+    label_counts: tuple[int, ...],
+) -> SampleEfficiency:
+    """``run_sample_efficiency`` after its checks: both learners at every count."""
     k = len(TOPICS)
     # the from-scratch model's vocabulary: the WordPieces of these sentences
     pad = torch.zeros(1, dtype=torch.long)  # [PAD] (0) keeps id 0
@@ -287,10 +300,12 @@ def run_sample_efficiency(
     train_ids, test_ids = remap[data.train_ids], remap[data.test_ids]
     pretrained, scratch = [], []
     for n in label_counts:
-        rows = label_subset(len(data.train_labels), n, seed)
+        rows = label_subset(len(data.train_labels), n, seed)  # the same n labels
         y = data.train_labels[rows]
+        # pretrained: a linear probe on the frozen MiniLM's sentence vectors
         probe = train_probe(train_features[rows], y, k, seed)
         pretrained.append(_accuracy(probe, test_features, data.test_labels))
+        # from scratch: a small BERT and its classifier, trained end to end
         small = train_scratch(train_ids[rows], y, len(seen), k, seed)
         scratch.append(_accuracy(small, test_ids, data.test_labels))
     counts = torch.bincount(data.test_labels, minlength=k)

@@ -275,6 +275,11 @@ def run_scaling(
             f"sizes must be at least two (d_model, n_heads) pairs with different "
             f"d_model, got {sizes!r}"
         )
+    return _run_scaling(seed, steps, sizes, device)
+
+
+def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
+    """``run_scaling`` after its checks: a GPT per size, the same batches, the fits."""
     tok = get_tokenizer()
     windows = prose_windows(seed, steps, BATCH_SIZE)  # steps x (B, T)
     tokens = steps * BATCH_SIZE * (BLOCK_LEN - 1)

@@ -211,13 +211,19 @@ def run_variants(
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    return _run_variants(seed, steps, device)
+
+
+def _run_variants(seed: int, steps: int, device) -> VariantsRun:
+    """``run_variants`` after its checks: data, models, training loop, probes."""
     tok = get_tokenizer()
     stream = train_stream()
-    data = raw_batches(tok, stream, steps, seed)
-    probes = probe_set()
-    models = variant_models(tok.vocab_size, seed)
+    data = raw_batches(tok, stream, steps, seed)  # the same text for the three
+    probes = probe_set()  # held-out sentences and test pairs
+    models = variant_models(tok.vocab_size, seed)  # the same SIZES for the three
     histories, tokens, targets, seconds, scores = {}, {}, {}, {}, {}
     for name, model in models.items():
+        # the same raw batches, written in this model's format with its objective
         gen = torch.Generator().manual_seed(seed + 1)
         batches = [format_batch(name, tok, text, task, gen) for text, task in data]
         inputs = [b[0] if isinstance(b[0], tuple) else (b[0],) for b in batches]
@@ -233,7 +239,7 @@ def run_variants(
             device=device,
         )
         seconds[name] = histories[name]["seconds"]
-        scores[name] = score_model(name, model, tok, probes)
+        scores[name] = score_model(name, model, tok, probes)  # the three probes
     return VariantsRun(
         models=models,
         histories=histories,

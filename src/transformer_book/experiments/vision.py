@@ -134,8 +134,15 @@ def train_classifier(
     steps = check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
-    images, labels = load_digit_images("train")
-    batches = torch.Generator().manual_seed(seed)
+    return _train_classifier(model, seed, steps, batch_size, lr, device)
+
+
+def _train_classifier(
+    model: nn.Module, seed: int, steps: int, batch_size: int, lr: float, device
+) -> dict[str, list[float] | float]:
+    """``train_classifier`` after its checks: the batches and the training loop."""
+    images, labels = load_digit_images("train")  # (1442, 1, 8, 8), (1442,)
+    batches = torch.Generator().manual_seed(seed)  # the same batches for every model
 
     def get_batch(step: int) -> tuple[Tensor, Tensor]:
         idx = torch.randint(len(images), (batch_size,), generator=batches)

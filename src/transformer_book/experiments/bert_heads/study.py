@@ -104,6 +104,11 @@ def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> Heads
     check_instance("model", model, BERT)
     check_int("seed", seed, minimum=0)
     check_int("n_random", n_random, minimum=1)
+    return _run_heads(model, tokenizer, seed, n_random)
+
+
+def _run_heads(model: BERT, tokenizer, seed: int, n_random: int) -> HeadsStudy:
+    """``run_heads`` after its checks: scores, chosen heads, norms, ablations."""
     from ...pretrained import sentence_embeddings, tokenize
 
     rng = random.Random(seed)
