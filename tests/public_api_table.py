@@ -51,6 +51,7 @@ from transformer_book.experiments import (
     bert_heads,
     efficiency,
     extrapolation,
+    feed_forward,
     heads,
     lookup,
     one_page,
@@ -278,6 +279,7 @@ RECORDS = {
         "experiments.bert_heads.grammar.Parsed",
         "experiments.bert_heads.study.HeadsStudy",
         "experiments.extrapolation.ExtrapolationResult",
+        "experiments.feed_forward.FFNResult",
         "experiments.heads.HeadsResult",
         "experiments.lookup.LookupResult",
         "experiments.one_page.ToyRun",
@@ -1131,6 +1133,45 @@ add(
         schemes=("rope",),
         cfg=TINY_EX,
         device="cpu",
+        accepts=SEED0,
+    ),
+)
+FF = feed_forward
+add("experiments.feed_forward.neighbour_table", fn(FF.neighbour_table, n_values=4))
+add(
+    "experiments.feed_forward.neighbour_batch",
+    fn(FF.neighbour_batch, batch_size=2, generator=gen(), table=FF.neighbour_table(4)),
+)
+add(
+    "experiments.feed_forward.AttentionOnlyBlock",
+    fn(FF.AttentionOnlyBlock, d_model=8, n_heads=2),
+)
+add(
+    "experiments.feed_forward.AttentionOnlyBlock.forward",
+    method(FF.AttentionOnlyBlock, "forward", lambda: FF.AttentionOnlyBlock(8, 2), x=X),
+)
+add(
+    "experiments.feed_forward.MixThenMap",
+    fn(FF.MixThenMap, block=nn.Identity(), d_model=8, n_values=5),
+)
+add(
+    "experiments.feed_forward.MixThenMap.forward",
+    method(
+        FF.MixThenMap,
+        "forward",
+        lambda: FF.MixThenMap(nn.Identity(), 8, 5),
+        x=ids(2, 4, high=5),
+    ),
+)
+add("experiments.feed_forward.make_model", fn(FF.make_model, name="with FFN"))
+add(
+    "experiments.feed_forward.run_feed_forward",
+    fn(
+        FF.run_feed_forward,
+        seed=0,
+        steps=1,
+        device="cpu",
+        slow=SEEDS_TEST.format("feed_forward"),
         accepts=SEED0,
     ),
 )
