@@ -173,12 +173,14 @@ def _run_feed_forward(seed: int, steps: int, device) -> FFNResult:
 
         histories[name] = train(model, batch, _loss, steps, lr=LR, device=device)
         acc[name] = _accuracy(model, test_x, test_y)
-    # the trained block once more, its feed-forward output replaced by zeros:
-    # x = LN(x + 0) after attention's Add & Norm
+    # the trained block once more, its feed-forward output replaced by zeros: the
+    # second Add & Norm then normalises attention's output alone
     ffn = models["with FFN"].block.feed_forward
     hook = ffn.register_forward_hook(lambda module, args, out: torch.zeros_like(out))
-    ffn_zeroed = _accuracy(models["with FFN"], test_x, test_y)
-    hook.remove()
+    try:
+        ffn_zeroed = _accuracy(models["with FFN"], test_x, test_y)
+    finally:
+        hook.remove()  # the returned model is the trained one, FFN and all
     n_params = {n: sum(p.numel() for p in m.parameters()) for n, m in models.items()}
     return FFNResult(models, n_params, acc, ffn_zeroed, histories)
 
