@@ -99,6 +99,7 @@ def _train_decision_transformer(
     device,
 ) -> tuple[DecisionTransformer, dict]:
     """``train_decision_transformer`` after its checks: batches, model, loop."""
+    # data: which whole trajectories each step's batch holds, drawn once
     gen = torch.Generator().manual_seed(seed + 1)
     picks = torch.randint(len(data.states), (steps, batch_size), generator=gen)
 
@@ -110,8 +111,10 @@ def _train_decision_transformer(
     def loss_fn(logits: Tensor, actions: Tensor) -> Tensor:
         return F.cross_entropy(logits.flatten(0, 1), actions.flatten())
 
+    # model: weights drawn after set_seed(seed)
     set_seed(seed)
     model = DecisionTransformer(DecisionConfig() if cfg is None else cfg)
+    # loop: train's AdamW steps, the rate decayed to 0 along a half cosine
     history = train(
         model,
         get_batch,
@@ -251,8 +254,18 @@ def run_decision(
     if not targets:
         raise ValueError("targets must hold at least one return")
     _targets("targets", targets)  # before training, not after it
+    return _run_decision(seed, steps, tuple(targets), n_episodes, device)
+
+
+def _run_decision(
+    seed: int, steps: int, targets: tuple[float, ...], n_episodes: int, device
+) -> DecisionRun:
+    """``run_decision`` after its checks: data, training, then the returns asked for."""
+    # data: offline episodes of a mix of behaviour policies, recorded once
     data = offline_dataset(seed=seed)
+    # model and loop: see _train_decision_transformer
     model, history = train_decision_transformer(seed, steps, data, device=device)
+    # measure: play n_episodes episodes per target; the mean return of each
     returns = rollout(model, targets, n_episodes, seed + 2)  # (K, n_episodes)
     achieved = tuple(float(r) for r in returns.mean(dim=1))
     correlation = (

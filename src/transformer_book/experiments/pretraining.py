@@ -132,6 +132,7 @@ def label_subset(n_pool: int, n: int, seed: int) -> Tensor:
 
 
 def _fit(model: nn.Module, batches, steps: int, lr: float, weight_decay: float):
+    """The loop both learners share: AdamW on the cross-entropy, one batch a step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
     for step in range(steps):
@@ -290,7 +291,7 @@ def _run_sample_efficiency(
 ) -> SampleEfficiency:
     """``run_sample_efficiency`` after its checks: both learners at every count."""
     k = len(TOPICS)
-    # the from-scratch model's vocabulary: the WordPieces of these sentences
+    # data: the from-scratch model's vocabulary is the WordPieces of these sentences
     pad = torch.zeros(1, dtype=torch.long)  # [PAD] (0) keeps id 0
     seen = torch.unique(
         torch.cat([pad, data.train_ids.flatten(), data.test_ids.flatten()])
@@ -308,6 +309,7 @@ def _run_sample_efficiency(
         # from scratch: a small BERT and its classifier, trained end to end
         small = train_scratch(train_ids[rows], y, len(seen), k, seed)
         scratch.append(_accuracy(small, test_ids, data.test_labels))
+    # measure: the majority class's accuracy, for scale
     counts = torch.bincount(data.test_labels, minlength=k)
     majority = counts.max().item() / len(data.test_labels)
     return SampleEfficiency(tuple(label_counts), pretrained, scratch, majority)

@@ -280,11 +280,13 @@ def run_scaling(
 
 def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
     """``run_scaling`` after its checks: a GPT per size, the same batches, the fits."""
+    # data: windows of Chapter 6's training stream, the same for every size
     tok = get_tokenizer()
     windows = prose_windows(seed, steps, BATCH_SIZE)  # steps x (B, T)
     tokens = steps * BATCH_SIZE * (BLOCK_LEN - 1)
     rows, unigram = [], 0.0
     for d_model, n_heads in sizes:
+        # model: Chapter 6's GPT, N_LAYERS blocks of width d_model
         cfg = GPTConfig(
             tok.vocab_size,
             BLOCK_LEN,
@@ -293,7 +295,9 @@ def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
             n_layers=N_LAYERS,
             d_ff=4 * d_model,
         )
+        # loop: one AdamW step per batch of windows, LR after WARMUP steps
         model, history = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
+        # measure: the held-out loss, N and the compute C = 6 N D
         ppl, unigram_ppl = heldout_perplexity(model, tok)
         unigram = math.log(unigram_ppl)
         n = non_embedding_parameters(model)
@@ -309,6 +313,7 @@ def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
                 seconds=history["seconds"],
             )
         )
+    # measure: the power laws fitted over the sizes
     rows.sort(key=lambda r: r.params)
     x, y = [r.params for r in rows], [r.loss for r in rows]
     return ScalingRun(

@@ -141,6 +141,7 @@ def _train_classifier(
     model: nn.Module, seed: int, steps: int, batch_size: int, lr: float, device
 ) -> dict[str, list[float] | float]:
     """``train_classifier`` after its checks: the batches and the training loop."""
+    # data: batches of the training split, drawn with replacement
     images, labels = load_digit_images("train")  # (1442, 1, 8, 8), (1442,)
     batches = torch.Generator().manual_seed(seed)  # the same batches for every model
 
@@ -148,6 +149,7 @@ def _train_classifier(
         idx = torch.randint(len(images), (batch_size,), generator=batches)
         return images[idx], labels[idx]  # (B, 1, 8, 8), (B,)
 
+    # loop: train's AdamW steps, the rate warmed up, then decayed along a cosine
     return train(
         model,
         get_batch,
@@ -207,12 +209,20 @@ def run_digits(
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
     check_device("device", device)
+    return _run_digits(seed, steps, batch_size, lr, device)
+
+
+def _run_digits(
+    seed: int, steps: int, batch_size: int, lr: float, device
+) -> DigitsResult:
+    """``run_digits`` after its checks: each model built, trained and tested."""
     accuracies, sizes, seconds, models = {}, {}, {}, {}
     for kind in KINDS:
-        set_seed(seed)
-        models[kind] = make_model(kind)
+        set_seed(seed)  # the same seed draws each model's initial weights
+        models[kind] = make_model(kind)  # model: ViT(ViTConfig()), MLP or CNN
+        # data and loop: the same batches and schedule for the three models
         history = train_classifier(models[kind], seed, steps, batch_size, lr, device)
-        accuracies[kind] = test_accuracy(models[kind])
+        accuracies[kind] = test_accuracy(models[kind])  # measure: the 355 test images
         sizes[kind] = n_parameters(models[kind])
         seconds[kind] = history["seconds"]
     return DigitsResult(accuracies, sizes, seconds, vit=models["ViT"])

@@ -108,16 +108,22 @@ def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> Heads
 
 
 def _run_heads(model: BERT, tokenizer, seed: int, n_random: int) -> HeadsStudy:
-    """``run_heads`` after its checks: scores, chosen heads, norms, ablations."""
+    """``run_heads`` after its checks: scores, chosen heads, norms, ablations.
+
+    Nothing is trained: ``model`` is the pretrained encoder, read as it is.
+    """
     from ...pretrained import sentence_embeddings, tokenize
 
+    # data: N_CORPUS corpus sentences, and which of their tokens are punctuation
     rng = random.Random(seed)
     texts = _corpus(tokenizer, rng)
     ids, real = tokenize(tokenizer, texts)
     marks = [tokenizer.token_to_id(c) for c in ".,;:"]
     punctuation = torch.isin(ids, torch.tensor(marks))
+    # measure: each head's mean weight on the previous token, [CLS], [SEP], marks
     scores = positional_scores(attention_maps(model, ids), real, punctuation)
 
+    # measure: per relation, the head chosen on one grammar sample, tested on another
     choose = syntax_sentences(N_GRAMMAR, seed=2 * seed + 1)
     test = syntax_sentences(N_GRAMMAR, seed=2 * seed + 2)
     maps_a = attention_maps(model, tokenize(tokenizer, [p.text for p in choose])[0])
@@ -131,10 +137,12 @@ def _run_heads(model: BERT, tokenizer, seed: int, n_random: int) -> HeadsStudy:
         ].item()
         baseline[relation] = offset_baseline(test, relation)[1]
 
+    # measure: [CLS]'s share of each head's weight, and of its output's norm
     cls = torch.zeros_like(real)
     cls[:, 0] = True
     weight_share, norm_share = value_norm_shares(model, ids, cls)
 
+    # ablations: the heads of each set switched off; embed the sentences, shuffled too
     previous = torch.topk(scores["previous"].flatten(), 3).indices.tolist()
     on_cls = torch.topk(scores["[CLS]"].flatten(), 3).indices.tolist()
     n_heads = scores["previous"].shape[1]
