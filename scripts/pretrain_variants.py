@@ -60,8 +60,10 @@ def lr_factor(step: int) -> float:
 
 
 def pretrain(name: str, steps: int = LONG_STEPS, seed: int = SEED, lr: float = LR):
-    """Train model ``name`` for the first ``steps`` steps; returns (model, history)."""
-    torch.set_num_threads(1)
+    """Train model ``name`` for the first ``steps`` steps; returns (model, history).
+
+    Run it on one thread (``main`` does) for the recorded losses to the last digits.
+    """
     tok = get_tokenizer()
     data = raw_batches(tok, train_stream(), steps, seed)  # the race's batches
     model_cls, config_cls = BUILDERS[name]
@@ -92,6 +94,7 @@ def main() -> None:
     if not 1 <= args.steps <= LONG_STEPS:
         parser.error(f"--steps must be between 1 and {LONG_STEPS}")
     args.out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
     start = time.perf_counter()
     model, history = pretrain(args.model, args.steps)
     seconds = time.perf_counter() - start

@@ -36,7 +36,13 @@ from .models import (
     T5Config,
 )
 
-__all__ = ["MODEL_CLASSES", "save_checkpoint", "load_checkpoint", "shipped_checkpoint"]
+__all__ = [
+    "MODEL_CLASSES",
+    "save_checkpoint",
+    "load_checkpoint",
+    "shipped_checkpoint",
+    "shipped_record",
+]
 
 # class name -> (model class, config class); T5 before EncoderDecoder, its parent
 MODEL_CLASSES = {
@@ -95,6 +101,8 @@ def save_checkpoint(
 
     kind = _kind(model)
     path = _check_path("path", path)
+    if path.suffix != ".safetensors":
+        raise ValueError(f"path must end in .safetensors, got {str(path)!r}")
     if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES:
         raise ValueError(f"dtype must be one of {list(STORAGE_DTYPES)}, got {dtype!r}")
     if not path.parent.is_dir():
@@ -131,7 +139,7 @@ def load_checkpoint(path: str | Path, model: str | None = None) -> nn.Module:
     from safetensors.torch import safe_open
 
     path = _check_path("path", path)
-    if model is not None and model not in MODEL_CLASSES:
+    if model is not None and (not isinstance(model, str) or model not in MODEL_CLASSES):
         raise ValueError(f"model must be one of {list(MODEL_CLASSES)}, got {model!r}")
     if not path.is_file():
         raise ValueError(f"path: no file {str(path)!r}")
@@ -183,8 +191,18 @@ def load_checkpoint(path: str | Path, model: str | None = None) -> nn.Module:
 def shipped_checkpoint(name: str) -> nn.Module:
     """Chapter 6's long-trained model ``name`` ("BERT", "GPT" or "T5"), from the
     package's data (``scripts/pretrain_variants.py`` wrote it)."""
-    if name not in SHIPPED:
-        raise ValueError(f"name must be one of {list(SHIPPED)}, got {name!r}")
-    folder = resources.files("transformer_book") / "weights"
-    with resources.as_file(folder / f"{name.lower()}.safetensors") as path:
+    with resources.as_file(_shipped(name, ".safetensors")) as path:
         return load_checkpoint(path, model=name)
+
+
+def shipped_record(name: str) -> dict:
+    """How ``shipped_checkpoint(name)`` was trained: the JSON the script wrote with
+    it (config, steps, seed, learning-rate schedule, seconds, the loss of every
+    step)."""
+    return json.loads(_shipped(name, ".json").read_text())
+
+
+def _shipped(name: str, suffix: str):
+    if not isinstance(name, str) or name not in SHIPPED:
+        raise ValueError(f"name must be one of {list(SHIPPED)}, got {name!r}")
+    return resources.files("transformer_book") / "weights" / f"{name.lower()}{suffix}"
