@@ -14,8 +14,10 @@ import functools
 import inspect
 import math
 import random
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -24,6 +26,7 @@ import transformer_book.models.kv_cache  # noqa: F401  (M.kv_cache below)
 from transformer_book import (
     attention,
     blocks,
+    checkpoints,
     classifiers,
     concepts,
     corpus,
@@ -3179,3 +3182,26 @@ GAPS.update(
         "experiments.variants_uses.finetune_topic": _SHOWN.format(6),
     }
 )
+
+# ---- checkpoints (Chapter 6's long-trained models)
+CK = checkpoints
+
+
+def _checkpoint_path() -> Path:
+    """A checkpoint of the tiny GPT, written once to a temporary folder."""
+    path = Path(tempfile.mkdtemp()) / "tiny.safetensors"
+    return CK.save_checkpoint(tiny_gpt(), path)
+
+
+add(
+    "checkpoints.save_checkpoint",
+    fn(
+        CK.save_checkpoint,
+        model=Lazy(tiny_gpt),
+        path=Lazy(lambda: Path(tempfile.mkdtemp()) / "m.safetensors"),
+        dtype="float16",
+    ),
+)
+add("checkpoints.load_checkpoint", fn(CK.load_checkpoint, path=Lazy(_checkpoint_path)))
+add("checkpoints.shipped_checkpoint", fn(CK.shipped_checkpoint, name="GPT"))
+add("checkpoints.shipped_record", fn(CK.shipped_record, name="GPT"))
