@@ -153,6 +153,62 @@ def test_t5_rows_are_text_to_text(tok, step):
         assert row_target[row_target != IGNORE].tolist() == y + [tok.eos_id]
 
 
+def test_the_corruption_rates_are_the_arguments(tok, step):
+    """mask_prob and noise_density set how much BERT and T5 get to predict, the
+    knobs scripts/pretrain_variants.py turns; the defaults are the race's."""
+    text, tasks = step
+    shares = {}
+    for prob in (0.15, 0.4):
+        gen = torch.Generator().manual_seed(0)
+        _, labels = format_batch("BERT", tok, text, tasks, gen, mask_prob=prob)
+        chosen = labels[:TEXT_ROWS] != IGNORE
+        shares[prob] = chosen.float().mean().item()
+        assert torch.equal(labels[:TEXT_ROWS][chosen], text[chosen])
+    assert 0.1 < shares[0.15] < 0.2 and 0.33 < shares[0.4] < 0.47
+    for density, spans in ((0.15, 3.0), (0.3, 3.0), (0.5, 2.0)):
+        gen = torch.Generator().manual_seed(0)
+        (src, _), targets = format_batch(
+            "T5", tok, text, tasks, gen, noise_density=density, mean_span_length=spans
+        )
+        dropped = round(BLOCK_LEN * density)
+        n_spans = round(dropped / spans)
+        real = (targets[:TEXT_ROWS] != IGNORE).sum(1)
+        assert (real == dropped + n_spans + 1).all(), (density, real)  # + [EOS]
+        rows = zip(src[:TEXT_ROWS], targets[:TEXT_ROWS], text, strict=True)
+        for row_src, row_target, row_text in rows:
+            answer = row_target[row_target != IGNORE][:-1]
+            kept = row_src[row_src != tok.pad_id]
+            restored = span_restore(kept, answer, tok.sentinel_ids)
+            assert torch.equal(restored, row_text)
+    gen = torch.Generator().manual_seed(0)
+    default = format_batch("BERT", tok, text, tasks, gen)
+    gen = torch.Generator().manual_seed(0)
+    explicit = format_batch("BERT", tok, text, tasks, gen, mask_prob=0.15)
+    assert all(torch.equal(a, b) for a, b in zip(default, explicit, strict=True))
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize(
+    ("setting", "value", "error"),
+    [
+        ("mask_prob", 1.5, ValueError),
+        ("mask_prob", float("nan"), ValueError),
+        ("mask_prob", "0.4", TypeError),
+        ("noise_density", 0.0, ValueError),
+        ("noise_density", 1.0, ValueError),
+        ("mean_span_length", 0.5, ValueError),
+        ("mean_span_length", None, TypeError),
+    ],
+)
+def test_bad_corruption_settings_are_named_for_every_model(
+    tok, step, name, setting, value, error
+):
+    """Even GPT, which corrupts nothing, refuses them: no setting is ignored."""
+    text, tasks = step
+    with pytest.raises(error, match=setting):
+        format_batch(name, tok, text, tasks, torch.Generator(), **{setting: value})
+
+
 def test_the_probes_are_fixed_held_out_items(tok, stream):
     tasks = task_pairs(tok, "test")
     probes = make_probes(tok, stream, BLOCK_LEN, TASK_PREFIX, tasks)

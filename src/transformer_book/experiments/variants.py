@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._validate import check_real
 from ..corpus import CLASSIFICATION_TOPICS, paragraphs, topic_sentences
 from ..device import set_seed
 from ..models import BERT, GPT, T5, BERTConfig, GPTConfig, T5Config
@@ -145,12 +146,22 @@ def format_batch(
     text: Tensor,
     tasks: list[tuple[list[int], list[int]]],
     gen: torch.Generator,
+    *,
+    mask_prob: float = 0.15,
+    noise_density: float = 0.15,
+    mean_span_length: float = 3.0,
 ):
     """One step's (inputs, targets) for ``train``, in model ``name``'s format.
 
     ``tasks`` holds (sentence, answer) token lists. Targets are IGNORE_INDEX where
-    there is nothing to predict.
+    there is nothing to predict. ``mask_prob`` is BERT's share of chosen tokens
+    (``mask_tokens``); ``noise_density`` and ``mean_span_length`` set T5's dropped
+    spans (``span_corrupt``). The defaults are the papers' and the race's.
     """
+    # checked here whatever ``name`` is: no setting is ignored in silence
+    check_real("mask_prob", mask_prob, 0.0, 1.0)
+    check_real("noise_density", noise_density, 0.0, 1.0, low_open=True, high_open=True)
+    check_real("mean_span_length", mean_span_length, low=1.0)
     prefix = tok.encode(TASK_PREFIX)
     pad, ign = tok.pad_id, IGNORE_INDEX
     if name == "GPT":  # predict every next token; on task rows, only the answer
@@ -163,7 +174,7 @@ def format_batch(
         return _pad([r[:-1] for r in rows], pad), _pad(labels, ign)
     if name == "BERT":  # predict the chosen tokens; on task rows, the answer
         inputs, labels = mask_tokens(
-            text, tok.vocab_size, tok.mask_id, tok.special_ids, gen
+            text, tok.vocab_size, tok.mask_id, tok.special_ids, gen, mask_prob
         )
         rows = inputs.tolist() + [
             prefix + x + [tok.sep_id] + [tok.mask_id] * len(y) for x, y in tasks
@@ -171,7 +182,9 @@ def format_batch(
         task_labels = [[ign] * (len(prefix) + len(x) + 1) + y for x, y in tasks]
         return _pad(rows, pad), _pad(labels.tolist() + task_labels, ign)
     if name == "T5":  # text to text: the dropped spans, or the task's answer
-        src, tgt = span_corrupt(text, tok.sentinel_ids, generator=gen)
+        src, tgt = span_corrupt(
+            text, tok.sentinel_ids, noise_density, mean_span_length, gen
+        )
         sources = src.tolist() + [prefix + x for x, _ in tasks]
         answers = tgt.tolist() + [y for _, y in tasks]
         decoder_in = _pad([[tok.bos_id] + a for a in answers], pad)
