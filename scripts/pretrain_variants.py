@@ -10,8 +10,9 @@ suited to a long run, and a plan per model (``PLANS``): its steps, its dropout a
 its objective's corruption rate. Deterministic: one CPU thread, fixed seeds; the
 schedule depends on the plan's steps only, so ``--steps N`` re-runs exactly the
 first N steps of the full run. Writes ``<model>.safetensors`` (float16 weights, through
-``checkpoints.save_checkpoint``) and ``<model>.json`` (config, schedule, seed, wall
-time, the loss of every step) to ``--out``, by default the package's
+``checkpoints.save_checkpoint``) and ``<model>.json`` (config, plan, schedule, seed,
+wall time, the loss of every step, the held-out probes' scores every PROBE_EVERY
+steps) to ``--out``, by default the package's
 ``transformer_book/weights``: the files the package ships.
 """
 
@@ -127,7 +128,7 @@ def pretrain(
         _loss,
         steps,
         lr=lr,
-        weight_decay=plan.get("weight_decay", WEIGHT_DECAY),
+        weight_decay=WEIGHT_DECAY,
         lr_lambda=lambda step: lr_factor(step, plan["steps"]),
         device="cpu",
         progress=False,
@@ -172,7 +173,7 @@ def main() -> None:
         "warmup": WARMUP,
         "schedule_steps": plan["steps"],
         "min_lr_factor": MIN_LR_FACTOR,
-        "weight_decay": plan.get("weight_decay", WEIGHT_DECAY),
+        "weight_decay": WEIGHT_DECAY,
         "storage_dtype": STORAGE,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
