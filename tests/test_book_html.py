@@ -371,6 +371,8 @@ def check_edition(page, page_path: Path, problems: list[str]) -> None:
             line for line in lines if line and _to_traditional().convert(line) != line
         ]
         problems += [f"Simplified characters in a label: {t!r}" for t in simplified]
+        toggles = page.locator("details.hide > summary").all_inner_texts()
+        problems += [f"toggle in English: {t!r}" for t in toggles if "code cell" in t]
 
 
 @functools.cache

@@ -168,6 +168,33 @@ def test_the_theme_labels_are_replaced_outside_the_article_only():
         assert not i18n.usage_problems(label), label
 
 
+# A hidden cell as myst-nb 1.x writes it: its toggle's two prompts in the summary
+HIDDEN_CELL = (
+    '<article class="bd-article"><details class="admonition hide below-input">\n'
+    '<summary aria-label="Toggle hidden content">\n'
+    '<p class="collapsed admonition-title">Show code cell {type}</p>\n'
+    '<p class="expanded admonition-title">Hide code cell {type}</p>\n'
+    "</summary>\n<pre>Show code cell output</pre></details></article>"
+)
+
+
+@pytest.mark.parametrize("part", ["source", "output", "outputs", "content"])
+def test_the_hidden_cell_toggles_are_in_zh_tw_in_the_zh_tw_edition_only(part):
+    page = HIDDEN_CELL.format(type=part)
+    out = book_html.accessible_page(page, "zh-TW")
+    show, hide = (book_html.TOGGLES_ZH_TW[verb, part] for verb in ("Show", "Hide"))
+    assert f'<p class="collapsed admonition-title">{show}</p>' in out
+    assert f'<p class="expanded admonition-title">{hide}</p>' in out
+    assert "code cell " + part + "</p>" not in out, "no prompt left in English"
+    assert "<pre>Show code cell output</pre>" in out, "code and outputs are kept"
+    assert "<summary>" in out, "named by its visible text"
+    assert book_html.accessible_page(out, "zh-TW") == out, "idempotent"
+    english = book_html.accessible_page(page, "en")
+    assert f"Show code cell {part}</p>" in english and show not in english
+    for label in (show, hide):
+        assert not i18n.usage_problems(label), label
+
+
 @pytest.mark.parametrize(
     "page", [p for p in i18n.pages() if p.suffix == ".ipynb"], ids=lambda p: p.stem
 )

@@ -21,7 +21,8 @@
    few of its strings and hard-codes two; pydata-sphinx-theme has only a
    Simplified ``zh`` catalogue, which Sphinx falls back to for zh_TW. After the
    build, ``UI_ZH_TW`` replaces those labels (as whole attribute values or whole
-   texts of an element) in every page of the zh-TW edition.
+   texts of an element) in every page of the zh-TW edition. myst-nb's hidden-cell
+   toggles ("Show code cell output"), inside the article, take ``TOGGLES_ZH_TW``.
 7. Give every figure its text alternative. ``plot.show(fig, alt)`` stores the
    figure's finding in the output's metadata (``image/png``: ``alt``); myst-nb
    reads only ``width`` and ``height`` there, so its image renderer is wrapped to
@@ -384,8 +385,35 @@ _THEME_ICON = re.compile(
 )
 
 
+# myst-nb's hidden-cell toggles ("Show code cell source"), in the zh-TW edition: its
+# prompt is one setting for both editions, and it names the part in English ({type})
+TOGGLES_ZH_TW = {
+    ("Show", "source"): "顯示程式碼",
+    ("Hide", "source"): "隱藏程式碼",
+    ("Show", "output"): "顯示程式碼輸出",
+    ("Hide", "output"): "隱藏程式碼輸出",
+    ("Show", "outputs"): "顯示程式碼輸出",
+    ("Hide", "outputs"): "隱藏程式碼輸出",
+    ("Show", "content"): "顯示整個儲存格",
+    ("Hide", "content"): "隱藏整個儲存格",
+}
+_TOGGLE = re.compile(
+    r'(<p class="(?:collapsed|expanded) admonition-title">)\s*'
+    r"(Show|Hide) code cell (source|outputs|output|content)\s*(</p>)"
+)
+
+
+def translate_toggles(page: str) -> str:
+    """``page`` with myst-nb's hidden-cell toggles in zh-TW (``TOGGLES_ZH_TW``)."""
+    return _TOGGLE.sub(lambda m: m[1] + TOGGLES_ZH_TW[m[2], m[3]] + m[4], page)
+
+
 def accessible_page(page: str, edition: str) -> str:
-    """``page`` with the WCAG fixes of 8. above that are made in the HTML."""
+    """``page`` with the WCAG fixes of 8. above that are made in the HTML, and, in
+    the zh-TW edition, its hidden-cell toggles in zh-TW (before the English runs
+    are marked: a toggle's text is the page's language, not an English part)."""
+    if edition == "zh-TW":
+        page = translate_toggles(page)
     page = _SEARCH_BUTTON.sub(r"\1", page)
     # The colour-mode button is named by its aria-label; its icons' titles ("Light")
     # would be read as its visible text, which the label does not contain
