@@ -178,11 +178,20 @@ HIDDEN_CELL = (
 )
 
 
-@pytest.mark.parametrize("part", ["source", "output", "outputs", "content"])
-def test_the_hidden_cell_toggles_are_in_zh_tw_in_the_zh_tw_edition_only(part):
+@pytest.mark.parametrize(
+    ("part", "show", "hide"),
+    [
+        ("source", "顯示程式碼", "隱藏程式碼"),
+        ("output", "顯示程式碼輸出", "隱藏程式碼輸出"),
+        ("outputs", "顯示程式碼輸出", "隱藏程式碼輸出"),
+        ("content", "顯示整個儲存格", "隱藏整個儲存格"),
+    ],
+)
+def test_the_hidden_cell_toggles_are_in_zh_tw_in_the_zh_tw_edition_only(
+    part, show, hide
+):
     page = HIDDEN_CELL.format(type=part)
     out = book_html.accessible_page(page, "zh-TW")
-    show, hide = (book_html.TOGGLES_ZH_TW[verb, part] for verb in ("Show", "Hide"))
     assert f'<p class="collapsed admonition-title">{show}</p>' in out
     assert f'<p class="expanded admonition-title">{hide}</p>' in out
     assert "code cell " + part + "</p>" not in out, "no prompt left in English"

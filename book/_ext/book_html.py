@@ -22,7 +22,8 @@
    Simplified ``zh`` catalogue, which Sphinx falls back to for zh_TW. After the
    build, ``UI_ZH_TW`` replaces those labels (as whole attribute values or whole
    texts of an element) in every page of the zh-TW edition. myst-nb's hidden-cell
-   toggles ("Show code cell output"), inside the article, take ``TOGGLES_ZH_TW``.
+   toggles ("Show code cell output"), inside the article, are translated with 8.'s
+   fixes (``translate_toggles``), before the English runs are marked.
 7. Give every figure its text alternative. ``plot.show(fig, alt)`` stores the
    figure's finding in the output's metadata (``image/png``: ``alt``); myst-nb
    reads only ``width`` and ``height`` there, so its image renderer is wrapped to
@@ -387,15 +388,12 @@ _THEME_ICON = re.compile(
 
 # myst-nb's hidden-cell toggles ("Show code cell source"), in the zh-TW edition: its
 # prompt is one setting for both editions, and it names the part in English ({type})
-TOGGLES_ZH_TW = {
-    ("Show", "source"): "顯示程式碼",
-    ("Hide", "source"): "隱藏程式碼",
-    ("Show", "output"): "顯示程式碼輸出",
-    ("Hide", "output"): "隱藏程式碼輸出",
-    ("Show", "outputs"): "顯示程式碼輸出",
-    ("Hide", "outputs"): "隱藏程式碼輸出",
-    ("Show", "content"): "顯示整個儲存格",
-    ("Hide", "content"): "隱藏整個儲存格",
+TOGGLE_VERBS_ZH_TW = {"Show": "顯示", "Hide": "隱藏"}
+TOGGLE_PARTS_ZH_TW = {
+    "source": "程式碼",
+    "output": "程式碼輸出",
+    "outputs": "程式碼輸出",
+    "content": "整個儲存格",
 }
 _TOGGLE = re.compile(
     r'(<p class="(?:collapsed|expanded) admonition-title">)\s*'
@@ -404,8 +402,11 @@ _TOGGLE = re.compile(
 
 
 def translate_toggles(page: str) -> str:
-    """``page`` with myst-nb's hidden-cell toggles in zh-TW (``TOGGLES_ZH_TW``)."""
-    return _TOGGLE.sub(lambda m: m[1] + TOGGLES_ZH_TW[m[2], m[3]] + m[4], page)
+    """``page`` with myst-nb's hidden-cell toggles in zh-TW ("顯示程式碼輸出")."""
+    return _TOGGLE.sub(
+        lambda m: m[1] + TOGGLE_VERBS_ZH_TW[m[2]] + TOGGLE_PARTS_ZH_TW[m[3]] + m[4],
+        page,
+    )
 
 
 def accessible_page(page: str, edition: str) -> str:
