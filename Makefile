@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(shell $(if $(wildcard $(PY)),$(PY),python3) scripts/toc_notebooks.py)
 export TRANSFORMER_BOOK_QUIET := 1
 
-.PHONY: book serve execute test lint unit nbval nbval-alt seeds html browser colab bench gpu-check install clean
+.PHONY: book serve execute test lint unit nbval nbval-alt seeds html browser colab bench margins gpu-check install clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,6 +43,12 @@ bench: $(STAMP)
 	$(PY) scripts/execute.py --bench $(NOTEBOOKS)
 	$(PY) scripts/bench_attention.py
 
+# The margin of every bound the chapters and the seeds tests assert, under each numeric
+# configuration this CPU runs (about 13 minutes a configuration on 2 cores): a table in
+# _build/margins/report.md, tightest first.
+margins: $(STAMP)
+	$(PY) scripts/margins.py all _build/margins $(NOTEBOOKS)
+
 gpu-check: $(STAMP)
 	$(PY) scripts/gpu_check.py
 
@@ -56,19 +62,26 @@ unit: $(STAMP)
 NBVAL := $(VENV)/bin/pytest -q --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-current-env -p no:cacheprovider
 
-# The second numeric configuration. Low-order digits of floating-point results depend
-# on the CPU's kernels (AVX2, AVX-512, ARM) and on the thread count, so the notebooks
-# must print nothing that does. ALT_NUMERICS selects ATen's portable kernels (no
-# AVX2/AVX-512), MKL and oneDNN held to SSE4, and one thread: a set that differs from
-# the default on an AVX2 machine and on an AVX-512 machine alike, so an output that
-# holds under both holds on either kind of reader's CPU. `make test` applies it in the
-# `colab` stage (nbval from the wheel on Colab's package set), which thus re-runs every
-# chapter once more, not twice; `make nbval-alt` applies it in the project's venv.
-ALT_NUMERICS := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
-	DNNL_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# Numeric configurations. Low-order digits of floating-point results, and the path of a
+# training run, depend on the CPU's kernels (ATen's avx512, avx2 or portable `default`,
+# with MKL's and oneDNN's) and on the thread count, so the notebooks print nothing that
+# does, and every bound they assert must hold under each. A bound that holds under two
+# kernel sets can still fail under the third, so each stage that executes every chapter
+# runs under its own (scripts/numerics.py, which falls back to the CPU's highest where
+# one is above it and prints what it chose):
+#   nbval  avx2     the kernels of most readers' laptops, with the notebook's own seed
+#   seeds  best     the machine's highest (avx512 where the CPU has it), other seeds
+#   colab  default  the portable kernels, one thread, Colab's package set
+# An AVX-512 machine thus checks all three; an AVX2 machine checks avx2 and default.
+# An ATEN_CPU_CAPABILITY set by the caller is a ceiling (ATEN_CPU_CAPABILITY=avx2 make
+# test tests as an AVX2 machine would).
+NUMERICS = $$($(PY) scripts/numerics.py $(1))
+SAY_NUMERICS = @$(PY) scripts/numerics.py --describe $(1)
+ALT_NUMERICS := $$($(PY) scripts/numerics.py default)
 
 nbval: $(STAMP)
-	$(NBVAL) $(NOTEBOOKS)
+	$(call SAY_NUMERICS,avx2)
+	env $(call NUMERICS,avx2) $(NBVAL) $(NOTEBOOKS)
 
 nbval-alt: $(STAMP)
 	env $(ALT_NUMERICS) $(NBVAL) $(NOTEBOOKS)
@@ -77,7 +90,8 @@ nbval-alt: $(STAMP)
 # run one thread each (tests/conftest.py's one_thread), two processes at a time; the
 # tests of Chapter 8's pretrained MiniLM stay in one process (xdist_group "minilm").
 seeds: $(STAMP)
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -m seeds tests
+	$(call SAY_NUMERICS,best)
+	env $(call NUMERICS,best) $(VENV)/bin/pytest -q -n 2 --dist loadgroup -m seeds tests
 
 html: book
 
@@ -91,6 +105,7 @@ browser: $(STAMP)
 # from PyPI is the CUDA build), into a temporary environment (README: make colab).
 # ALT_NUMERICS holds each kernel to one thread, so two notebooks run side by side.
 colab: $(STAMP)
+	$(call SAY_NUMERICS,default)
 	env $(ALT_NUMERICS) $(VENV)/bin/pytest -q -n 2 -m slow tests/test_colab_like.py
 
 test: lint unit nbval seeds book browser colab

@@ -305,11 +305,16 @@ def test_variants_claims_hold_for_other_seeds(seed):
     }
     assert drop["T5"] > max(drop["GPT"], drop["BERT"]), drop
     tok = get_tokenizer()
-    # On the plateau: one and the same top guess for most of the probe items
-    for name, bound in (("BERT", 0.4), ("T5", 0.9)):
-        guesses = top_guesses(name, run.models[name], tok, run.probes)
-        share = (guesses == guesses.mode().values).double().mean().item()
-        assert share > bound, (name, share)
+    # On the plateau: the top guesses come from a handful of tokens (measured, seeds
+    # 0-3, avx2 and default kernels, 1 and 2 threads: BERT 3-5, T5 1-2, GPT 24-55 of
+    # the 194 different hidden tokens). Which tokens, and how the items split among
+    # them, depends on the kernels: T5's commonest guess covered 67-100% of the items.
+    distinct = {
+        name: len(top_guesses(name, run.models[name], tok, run.probes).unique())
+        for name in run.models
+    }
+    assert distinct["BERT"] <= 10 and distinct["T5"] <= 10, distinct
+    assert distinct["GPT"] >= 15, distinct
     # What each model is then used for (§6.5-6.7)
     gpt_ppl, unigram_ppl = heldout_perplexity(run.models["GPT"], tok)
     assert gpt_ppl <= PPL_BOUND * unigram_ppl, (gpt_ppl, unigram_ppl)

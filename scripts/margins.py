@@ -1,0 +1,286 @@
+"""Measure the margin of every bound the book asserts (`make margins`).
+
+Every result the prose states is asserted as a bound (`assert acc >= 0.97`), and a
+bound must hold with room to spare on every reader's machine: other kernels (AVX2,
+AVX-512, portable) and other seeds move a measured value a little. This script
+records, for every comparison inside an `assert` of the chapters, the appendix and
+the seeds tests, the two values compared, under the numeric configuration it runs
+in, and writes the tightest of each as a table.
+
+    python scripts/margins.py notebooks OUT.jsonl NOTEBOOK...   run the notebooks
+    python -m pytest -p margins --assert=plain -m seeds tests   (with PYTHONPATH=scripts
+                                                                 and MARGINS_OUT set)
+    python scripts/margins.py report OUT.jsonl... > table.md    the table
+    python scripts/margins.py all FOLDER NOTEBOOK...              all of it, under every
+                                                                 configuration this CPU
+                                                                 runs (`make margins`)
+
+How: each `assert` is rewritten before it runs (the abstract syntax tree, not the
+text), so that every comparison `a OP b` in its test (<, <=, >, >=) also records
+float(a) and float(b); comparisons of non-numbers are left alone. The margin of one
+comparison is |a - b| / max(|a|, |b|): how far the measured value may move, as a
+share of itself, before the bound fails. A comparison that runs many times (in a loop
+or a generator) keeps its smallest margin. A failed comparison has a negative margin.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.abc
+import importlib.util
+import importlib.machinery
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+RECORD = "__margins_record__"
+
+
+def _number(x) -> float | None:
+    """x as a float if it is one number (int, float, 0-d tensor or array), else None."""
+    if isinstance(x, bool):
+        return None
+    try:
+        if hasattr(x, "numel") and x.numel() != 1:
+            return None
+        if hasattr(x, "size") and not isinstance(x, int | float) and x.size != 1:
+            return None
+        value = float(x)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def margin(a: float, op: str, b: float) -> float:
+    """How far a may move relative to the larger side before `a op b` fails
+    (negative where it already fails)."""
+    scale = max(abs(a), abs(b))
+    if scale == 0:
+        return 0.0
+    gap = b - a if op in ("<", "<=") else a - b
+    return gap / scale
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Wrap each ordering comparison inside an assert's test in a recording call."""
+
+    def __init__(self, where: str, source: str):
+        self.where, self.source, self.in_assert = where, source, False
+
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        self.in_assert = True
+        node.test = self.visit(node.test)
+        self.in_assert = False
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if not self.in_assert or not all(type(op) in OPS for op in node.ops):
+            return node
+        text = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        key = f"{self.where}:{node.lineno}"
+        ops = [OPS[type(op)] for op in node.ops]
+        call = ast.Call(
+            func=ast.Name(RECORD, ast.Load()),
+            args=[
+                ast.Constant(key),
+                ast.Constant(" ".join(text.split())),
+                ast.List([node.left, *node.comparators], ast.Load()),
+                ast.Constant(ops),
+            ],
+            keywords=[],
+        )
+        return ast.copy_location(call, node)
+
+
+def rewrite(source: str, where: str) -> ast.Module:
+    """source's syntax tree with its asserts' comparisons recorded."""
+    tree = _Rewriter(where, source).visit(ast.parse(source))
+    return ast.fix_missing_locations(tree)
+
+
+def make_recorder(path: str, config: str):
+    """The function the rewritten asserts call: it appends one JSON line per
+    comparison to path and returns what the comparison returns."""
+
+    def record(key, text, values, ops):
+        ok = True
+        for a, op, b in zip(values, ops, values[1:], strict=False):
+            ok = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+            fa, fb = _number(a), _number(b)
+            if fa is not None and fb is not None:
+                line = {
+                    "key": key,
+                    "text": text,
+                    "config": config,
+                    "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0],
+                    "a": fa,
+                    "op": op,
+                    "b": fb,
+                    "margin": margin(fa, op, fb),
+                }
+                with open(path, "a") as f:
+                    f.write(json.dumps(line) + "\n")
+            if not ok:
+                return False
+        return ok
+
+    return record
+
+
+def config_name() -> str:
+    """The numeric configuration this process runs under, e.g. 'avx2, 2 threads'."""
+    import torch
+
+    level = torch.backends.cpu.get_cpu_capability().lower()
+    return f"{level}, {torch.get_num_threads()} thread(s)"
+
+
+# pytest plugin: `-p margins` (with scripts/ on PYTHONPATH, --assert=plain, MARGINS_OUT)
+
+
+class _TestLoader(importlib.machinery.SourceFileLoader):
+    def get_code(self, fullname):  # never a cached .pyc: always the rewritten source
+        source = self.get_data(self.path).decode()
+        where = Path(self.path).name
+        return compile(rewrite(source, where), self.path, "exec")
+
+    def exec_module(self, module):
+        module.__dict__[RECORD] = make_recorder(os.environ["MARGINS_OUT"], config_name())
+        super().exec_module(module)
+
+
+class _TestFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def find_spec(self, fullname, path=None, target=None):
+        name = fullname.rpartition(".")[2]
+        file = self.folder / f"{name}.py"
+        if not name.startswith("test_") or not file.exists():
+            return None
+        loader = _TestLoader(fullname, str(file))
+        return importlib.util.spec_from_file_location(fullname, file, loader=loader)
+
+
+def pytest_configure(config):
+    if "MARGINS_OUT" not in os.environ:
+        raise RuntimeError("-p margins needs MARGINS_OUT, the file to append to")
+    sys.meta_path.insert(0, _TestFinder(Path(config.rootpath) / "tests"))
+
+
+# notebooks
+
+
+def run_notebooks(out: str, paths: list[str]) -> None:
+    """Execute each notebook with its asserts rewritten (cells that do not parse as
+    Python, such as the Colab install cell, run as they are)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        name = Path(path).name
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or "assert" not in cell.source:
+                continue
+            try:
+                tree = rewrite(cell.source, f"{name}#cell{i}")
+            except SyntaxError:
+                continue
+            cell.source = ast.unparse(tree)
+        setup = nbformat.v4.new_code_cell(
+            "import sys\n"
+            f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "import margins as _m\n"
+            f"{RECORD} = _m.make_recorder({out!r}, _m.config_name())"
+        )
+        nb.cells.insert(0, setup)
+        folder = Path(path).resolve().parent
+        client = NotebookClient(nb, timeout=900, resources={"metadata": {"path": folder}})
+        client.execute()
+        print(f"{name}: run", file=sys.stderr, flush=True)
+
+
+def report(paths: list[str]) -> str:
+    """A Markdown table: each bound, its tightest margin in each configuration."""
+    rows: dict[str, dict] = {}
+    configs: list[str] = []
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            row = rows.setdefault(r["key"], {"text": r["text"], "by": defaultdict(list)})
+            row["by"][r["config"]].append(r)
+            if r["config"] not in configs:
+                configs.append(r["config"])
+    configs.sort()
+
+    def tightest(records):
+        return min(records, key=lambda r: r["margin"])
+
+    def overall(row):
+        return min(tightest(rs)["margin"] for rs in row["by"].values())
+
+    lines = [
+        "| where | bound | " + " | ".join(configs) + " |",
+        "|---|---|" + "---|" * len(configs),
+    ]
+    for key, row in sorted(rows.items(), key=lambda kv: overall(kv[1])):
+        cells = []
+        for c in configs:
+            if c not in row["by"]:
+                cells.append("")
+                continue
+            t = tightest(row["by"][c])
+            cells.append(f"{t['a']:.4g} {t['op']} {t['b']:.4g} ({t['margin']:.0%})")
+        text = row["text"].replace("|", "\\|")
+        lines.append(f"| {key} | `{text}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_all(notebooks: list[str], folder: Path) -> str:
+    """Run the notebooks and the seeds tests under every configuration this CPU
+    can run; write one .jsonl per configuration and report.md in folder."""
+    from numerics import LEVELS, environment, native_level
+
+    folder.mkdir(parents=True, exist_ok=True)
+    root = Path(__file__).resolve().parent.parent
+    top = native_level()
+    outs = []
+    for level in LEVELS[: LEVELS.index(top) + 1]:
+        out = folder / f"{level}.jsonl"
+        out.unlink(missing_ok=True)
+        env = os.environ | environment(level)
+        env |= {"MARGINS_OUT": str(out), "PYTHONPATH": str(root / "scripts")}
+        py = sys.executable
+        subprocess.run([py, __file__, "notebooks", str(out), *notebooks], env=env, check=True)
+        seeds = ["-q", "-n", "2", "--dist", "loadgroup", "-m", "seeds", "tests"]
+        pytest = [py, "-m", "pytest", "-p", "margins", "--assert=plain", *seeds]
+        subprocess.run(pytest, env=env, cwd=root, check=True)
+        outs.append(str(out))
+    table = report(outs)
+    (folder / "report.md").write_text(table)
+    return table
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 3 and argv[0] == "all":
+        sys.stdout.write(run_all(argv[2:], Path(argv[1])))
+        return 0
+    if len(argv) >= 3 and argv[0] == "notebooks":
+        run_notebooks(str(Path(argv[1]).resolve()), argv[2:])
+        return 0
+    if len(argv) >= 2 and argv[0] == "report":
+        sys.stdout.write(report(argv[1:]))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
