@@ -87,7 +87,9 @@ def main(argv: list[str]) -> int:
     level = resolve(args[0], top)
     env = environment(level)
     if describe:
-        threads = f", {env['OMP_NUM_THREADS']} thread" if "OMP_NUM_THREADS" in env else ""
+        threads = (
+            f", {env['OMP_NUM_THREADS']} thread" if "OMP_NUM_THREADS" in env else ""
+        )
         note = "" if args[0] in ("best", level) else f" ({args[0]} is above this CPU's)"
         print(f"numeric configuration: {level} kernels{threads}{note}")
     else:
