@@ -141,7 +141,7 @@ def test_the_report_puts_the_tightest_bound_first_and_names_the_too_tight(tmp_pa
     lines = [
         record("a.ipynb#cell1:2:7", "x > 1", "avx2", 5, ">", 1),
         record("a.ipynb#cell1:2:7", "x > 1", "avx2", 1.05, ">", 1),
-        record("b.py:7:11", "y < 2", "default", 1, "<", 2),
+        record("b.py:7:11", "y < 4", "default", 3, "<", 4),
         record("b.py:9:11", "n <= 10", "default", 10, "<=", 10),
     ]
     path = tmp_path / "r.jsonl"
@@ -151,7 +151,7 @@ def test_the_report_puts_the_tightest_bound_first_and_names_the_too_tight(tmp_pa
     assert table[0] == "2 bounds, tightest first"
     assert table[2] == "| where | bound | avx2 | default |"
     assert table[4].startswith("| a.ipynb#cell1:2:7 | `x > 1` | 1.05 > 1 (5%) |")
-    assert table[5] == "| b.py:7:11 | `y < 2` |  | 1 < 2 (50%) |"
+    assert table[5] == "| b.py:7:11 | `y < 4` |  | 3 < 4 (25%) |"
     assert "| b.py:9:11 | `n <= 10` | counted from the data |" in table
     assert too_tight([str(path)], exact) == ["a.ipynb#cell1:2:7 `x > 1`: 5%"]
     assert len(too_tight([str(path)], {})) == 2  # without its reason, 10 <= 10 is tight
