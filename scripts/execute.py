@@ -5,12 +5,20 @@
 
 Widget state is stored in the notebook so the HTML book can render the widgets.
 Progress bars are switched off (TRANSFORMER_BOOK_QUIET=1) so outputs stay stable.
+
+Each saved notebook records how long its execution took and on what, in its metadata
+(``metadata.transformer_book.execution``: seconds, budget, CPU, threads, kernels,
+date). ``tests/test_notebooks.py`` fails a committed notebook whose recorded run took
+longer than its budget, so that timings printed on a loaded machine never reach the
+reader: execute again on an idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
 import sys
 import tempfile
 import time
@@ -18,6 +26,46 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+# The budgets on the 2-core CPU machine (BOOK.md, README): a chapter 60 s, Chapter 8,
+# which runs a real pretrained model, 90 s, an appendix page 30 s.
+CHAPTER_BUDGET_S = 60.0
+BUDGETS_S = {"08_beyond_text": 90.0}
+APPENDIX_BUDGET_S = 30.0
+
+
+def budget_seconds(path: Path) -> float:
+    """The execution budget of a notebook of the book, by its name."""
+    if path.stem.startswith("appendix"):
+        return APPENDIX_BUDGET_S
+    return BUDGETS_S.get(path.stem, CHAPTER_BUDGET_S)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what the platform module says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def execution_record(path: Path, seconds: float) -> dict:
+    """What the notebook's metadata keeps of one execution."""
+    import torch
+
+    return {
+        "seconds": round(seconds, 1),
+        "budget_seconds": budget_seconds(path),
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "kernels": torch.backends.cpu.get_cpu_capability(),
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "date": datetime.date.today().isoformat(),
+    }
 
 
 def execute(path: Path, save: bool) -> float:
@@ -36,6 +84,8 @@ def execute(path: Path, save: bool) -> float:
         client.execute()
         seconds = time.perf_counter() - start
     if save:
+        book = nb.metadata.setdefault("transformer_book", {})
+        book["execution"] = execution_record(path, seconds)
         nbformat.write(nb, path)
     return seconds
 
@@ -48,7 +98,9 @@ def main() -> int:
     times = {}
     for path in args.notebooks:
         times[path] = execute(path, save=not args.bench)
-        print(f"{times[path]:7.1f} s  {path}", flush=True)
+        over = times[path] > budget_seconds(path)
+        note = f"  over its {budget_seconds(path):.0f} s budget" if over else ""
+        print(f"{times[path]:7.1f} s  {path}{note}", flush=True)
     if args.bench:
         print("\nslowest first:")
         for path, seconds in sorted(times.items(), key=lambda kv: -kv[1]):

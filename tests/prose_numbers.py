@@ -30,7 +30,7 @@ import importlib
 import math
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
@@ -65,12 +65,16 @@ _HEADING = re.compile(r"^#+\s+\d+(?:\.\d+)*\s", re.M)
 
 # A measured-looking number in prose. Groups: the number, then an optional % or ×.
 _PROSE_NUMBER = re.compile(
-    r"(?<![\w.,])(?:×\s*)?"
+    r"(?<![\w.,])(?<![A-Za-z]-)(?:×\s*)?"
     r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)"
     r"(\s?\\?%|\s?×|\s?x\b)?(?![\w,]*\d)"
 )
 # The first end of a range whose unit is written once: "82–84%", "2–3×".
 _RANGE_UNIT = re.compile(r"\s?(?:–|-|to)\s?\d+(?:\.\d+)?(\s?\\?%|\s?×)")
+# A unit after a plain integer makes it a measurement: "53 ms", "319 s", "12 MiB".
+_UNIT_AFTER = re.compile(
+    r"\s?(?:ms|µs|s|seconds?|minutes?|MiB|GiB|KiB|MB|GB|kB|tokens/s|tok/s|steps?)\b"
+)
 # "3 × 6", "32 × 32": a shape, not a multiplier.
 _SHAPE_AFTER = re.compile(r"^\s*\d")
 _SHAPE_BEFORE = re.compile(r"\d\s*×\s*$")
@@ -111,8 +115,8 @@ def prose_numbers(markdown: str) -> list[ProseNumber]:
     """Every measured-looking number of a piece of prose.
 
     Plain integers without a thousands separator ("8 heads", "T = 128", "1997") are
-    counts and constants, not measurements, and are not returned; with a % or × they
-    are.
+    counts and constants, not measurements, and are not returned; with a %, a × or a
+    unit ("53 ms", "12 MiB", "200 steps") they are.
     """
     text = prose_of(markdown)
     found = []
@@ -138,6 +142,8 @@ def prose_numbers(markdown: str) -> list[ProseNumber]:
             kind = "scientific"
         elif "." in number:
             kind = "decimal"
+        elif _UNIT_AFTER.match(text, m.end()):
+            kind = "unit"
         else:
             continue  # a plain integer
         if kind == "multiplier" and suffix == "x" and "." not in number:
@@ -200,58 +206,152 @@ def _output_text(output) -> str:
     )
 
 
+# A place the prose names for a number it quotes: "§7.4", "Section 5.3", "§A.4" (a
+# section of the book, in any chapter), "Chapter 4" or a link to a chapter's notebook
+# (the whole chapter). "lesson §3" and "article §7.4" are the seed documents' sections.
+_SECTION_REF = re.compile(
+    r"(?<!lesson )(?<!article )(?<!lesson's )(?<!article's )"
+    r"(?:§\s*|\b[Ss]ections?\s+)([A-Z1-9]\.\d+)"
+)
+_CHAPTER_REF = re.compile(r"\b(?:[Cc]hapters?|Ch\.)\s+(\d)\b|\]\((0\d)_\w+\.ipynb")
+_EXERCISE = re.compile(r"^###\s+Exercise\s", re.M)
+_FENCE = re.compile(r"```.*?```", re.S)
+_SECTION_HEADING = re.compile(r"^##\s+(.*)$", re.M)
+_SECTION_NUMBER = re.compile(r"^([A-Z1-9]\.\d+)\s")
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """The units a reference covers: paragraphs, and each row of a table."""
+    units = []
+    for block in re.split(r"\n\s*\n", _FENCE.sub(" ", markdown)):
+        lines = block.splitlines()
+        if lines and all(line.lstrip().startswith("|") for line in lines if line):
+            units.extend(lines)
+        else:
+            units.append(block)
+    return [u for u in units if u.strip()]
+
+
+def references(paragraph: str, chapter: str | None) -> tuple[set[str], set[str]]:
+    """The sections ({"7.4", "A.4"}) and other chapters ({"04"}) a paragraph names."""
+    sections = set(_SECTION_REF.findall(paragraph))
+    chapters = {f"{int(a or b):02d}" for a, b in _CHAPTER_REF.findall(paragraph)}
+    return sections, chapters - {chapter}
+
+
 @dataclass
 class Document:
-    """One piece of prose to check and the numbers it may quote."""
+    """One piece of prose to check and the numbers it may quote.
+
+    ``prose`` holds (where, section, markdown): a number in it must be one that its
+    own section shows (``book[section]``), or one that a section or another chapter
+    named in the same paragraph or table row shows. ``book`` maps every section of
+    the book ("5.3", "05_transformer Summary") to the numbers of its code and
+    outputs; ``chapters`` maps a chapter ("05") to its sections.
+    """
 
     name: str  # allowlist section: the notebook's stem, "intro", "concepts-ch01"
-    prose: list[tuple[str, str]]  # (where, markdown)
-    haystack: set[Decimal]
+    prose: list[tuple[str, str, str]]
+    book: dict[str, set[Decimal]]
+    chapters: dict[str, list[str]] = field(default_factory=dict)
+    # numbers a piece of prose may use besides its section's, by its ``where``: a
+    # concept check's options and explanations may restate what its question gives
+    givens: dict[str, set[Decimal]] = field(default_factory=dict)
+
+    @property
+    def chapter(self) -> str | None:
+        """"05" for 05_transformer and concepts-ch05."""
+        m = re.fullmatch(r"(\d\d)_\w+|concepts-ch(\d\d)", self.name)
+        return (m.group(1) or m.group(2)) if m else None
+
+    def numbers(self):
+        """(where, number, the numbers it may match) for each number of the prose."""
+        for where, section, markdown in self.prose:
+            # an exercise names the sections it builds on once, for all its paragraphs
+            exercise = references(markdown, self.chapter) if _EXERCISE.search(
+                markdown) else (set(), set())  # fmt: skip
+            for paragraph in paragraphs(markdown):
+                named, chapters = references(paragraph, self.chapter)
+                named, chapters = named | exercise[0], chapters | exercise[1]
+                keys = {section, *named}
+                for chapter in chapters:
+                    keys.update(self.chapters.get(chapter, []))
+                haystack = set().union(
+                    self.givens.get(where, set()),
+                    *(self.book.get(k, set()) for k in keys),
+                )
+                for number in prose_numbers(paragraph):
+                    yield where, number, haystack
 
 
-def chapter_document(path: Path) -> Document:
+def _section_key(heading: str, stem: str) -> str:
+    m = _SECTION_NUMBER.match(heading.strip())
+    return m.group(1) if m else f"{stem} {heading.strip()}"
+
+
+def chapter_sections(path: Path):
+    """(prose, {section: numbers shown}) of a notebook, split at its ## headings."""
     nb = nbformat.read(path, as_version=4)
-    prose, shown = [], []
+    section = f"{path.stem} opening"
+    prose, shown = [], {section: []}
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
-            prose.append((f"{path.stem} cell {index}", cell.source))
+            pieces = _SECTION_HEADING.split(cell.source)
+            # [before the first heading, heading, text, heading, text, ...]
+            if pieces[0].strip():
+                prose.append((f"{path.stem} cell {index}", section, pieces[0]))
+            shown[section] += _FENCE.findall(pieces[0])  # a solution's code
+            for heading, text in zip(pieces[1::2], pieces[2::2], strict=True):
+                section = _section_key(heading, path.stem)
+                shown.setdefault(section, []).extend(_FENCE.findall(text))
+                prose.append((f"{path.stem} cell {index}", section, "## " + heading + text))
             continue
         if "concept_check(" in cell.source:
             continue  # its output is the concept checks' prose, checked on its own
-        shown.append(cell.source)
-        shown.extend(_output_text(o) for o in cell.outputs)
-    return Document(path.stem, prose, numbers_in("\n".join(shown)))
+        shown[section].append(cell.source)
+        shown[section].extend(_output_text(o) for o in cell.outputs)
+    # an exercise's code is the checker its cell calls: the package's exercise modules
+    # of the chapter (exercises/ch05_*.py), which set its sizes, steps and seeds
+    exercises = f"{path.stem} Exercises"
+    if exercises in shown:
+        modules = ROOT / "src" / "transformer_book" / "exercises"
+        shown[exercises] += [
+            m.read_text() for m in sorted(modules.glob(f"ch{path.stem[:2]}_*.py"))
+        ]
+    return prose, {k: numbers_in("\n".join(v)) for k, v in shown.items()}
 
 
-def concepts_document(chapter: Document) -> Document:
-    """A chapter's concept checks, which may quote what the chapter shows."""
-    number = int(chapter.name[:2])
+def concepts_document(number: int, book, chapters) -> Document:
+    """A chapter's concept checks, each checked against the section it follows; a
+    question's options and explanations may also use the numbers its prompt gives."""
     module = importlib.import_module(f"transformer_book.concepts.ch{number:02d}")
-    prose = []
+    prose, givens = [], {}
     for section, questions in module.CHECKS.items():
         for q_index, q in enumerate(questions):
-            texts = [q.prompt, *q.options, *q.why]
             where = f"concept check {section} question {q_index + 1}"
-            prose.extend((where, text) for text in texts)
-    return Document(f"concepts-ch{number:02d}", prose, chapter.haystack)
+            prose.append((f"{where} (prompt)", section, q.prompt))
+            prose.extend((where, section, t) for t in [*q.options, *q.why])
+            givens[where] = numbers_in(prose_of(q.prompt))
+    return Document(f"concepts-ch{number:02d}", prose, book, chapters, givens)
 
 
 def book_documents() -> list[Document]:
     sys.path.insert(0, str(ROOT / "scripts"))
     from toc_notebooks import chapter_number, toc_notebooks
 
-    pages = toc_notebooks()  # the chapters and the appendix
-    chapters = [chapter_document(p) for p in pages]
-    everything = set().union(*(c.haystack for c in chapters))
-    documents = list(chapters)
-    documents += [  # the appendix has no concept checks
-        concepts_document(c)
-        for c, p in zip(chapters, pages, strict=True)
-        if chapter_number(p) is not None
-    ]
-    for name in ("intro",):
-        text = (ROOT / "book" / f"{name}.md").read_text()
-        documents.append(Document(name, [(name, text)], everything))
+    book, chapters, documents, numbered = {}, {}, [], []
+    for path in toc_notebooks():  # the chapters and the appendix
+        prose, sections = chapter_sections(path)
+        book.update(sections)
+        chapters[path.stem[:2]] = list(sections)
+        documents.append(Document(path.stem, prose, book, chapters))
+        if chapter_number(path) is not None:  # the appendix has no concept checks
+            numbered.append(chapter_number(path))
+    documents += [concepts_document(n, book, chapters) for n in numbered]
+    # the intro quotes the chapters: each number is checked against the chapters
+    # its paragraph or table row names
+    intro = (ROOT / "book" / "intro.md").read_text()
+    documents.append(Document("intro", [("intro", "intro", intro)], book, chapters))
     return documents
 
 
@@ -271,13 +371,20 @@ def allowlist_problems(documents, allowlist) -> list[str]:
         if name not in by_name:
             problems.append(f"{name}.toml: no document of that name")
             continue
-        written = {
-            n.text: n for _, md in by_name[name].prose for n in prose_numbers(md)
-        }
+        written, needed = {}, set()
+        for _, number, haystack in by_name[name].numbers():
+            written[number.text] = number
+            if not matches(number, haystack):
+                needed.add(number.text)
         for text, entry in entries.items():
             if text not in written:
                 problems.append(f"{name}.toml: {text!r} is not in the prose (stale)")
                 continue
+            if text not in needed:
+                problems.append(
+                    f"{name}.toml: {text!r} matches its section's outputs wherever "
+                    "it is written (unneeded)"
+                )
             if isinstance(entry, str):
                 if len(entry.split()) < 3:
                     problems.append(f"{name}.toml: {text!r} needs a reason")
@@ -297,29 +404,28 @@ def unmatched(document: Document, allowlist):
     """(where, number) for every number of the document that matches nothing."""
     allowed = allowlist.get(document.name, {})
     misses = []
-    for where, markdown in document.prose:
-        for number in prose_numbers(markdown):
-            if number.text in allowed:
-                continue
-            if not matches(number, document.haystack):
-                misses.append((where, number))
+    for where, number, haystack in document.numbers():
+        if number.text not in allowed and not matches(number, haystack):
+            misses.append((where, number))
     return misses
 
 
 def counts(documents, allowlist) -> dict[str, int]:
-    """How many numbers were checked, allowlisted (of them, ``excused``: by a
-    reason alone, not by arithmetic the test evaluates) and unmatched."""
+    """How many numbers were checked, matched nothing in their section but are
+    allowlisted (of them, ``excused``: by a reason alone, not by arithmetic the test
+    evaluates), and matched nothing at all."""
     checked = allowed = excused = missed = 0
     for document in documents:
         names = allowlist.get(document.name, {})
-        for _, markdown in document.prose:
-            for number in prose_numbers(markdown):
-                checked += 1
-                if number.text in names:
-                    allowed += 1
-                    excused += isinstance(names[number.text], str)
-                elif not matches(number, document.haystack):
-                    missed += 1
+        for _, number, haystack in document.numbers():
+            checked += 1
+            if matches(number, haystack):
+                continue
+            if number.text in names:
+                allowed += 1
+                excused += isinstance(names[number.text], str)
+            else:
+                missed += 1
     return {
         "checked": checked,
         "allowlisted": allowed,

@@ -21,6 +21,7 @@ from transformer_book.concepts import concept_check
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from execute import budget_seconds, execution_record  # noqa: E402
 from toc_notebooks import chapter_notebooks, toc_notebooks  # noqa: E402
 
 NOTEBOOKS = toc_notebooks()  # the chapters and the appendix
@@ -84,6 +85,30 @@ def test_committed_executed_top_to_bottom_without_errors(path):
                 f"stderr output (warnings, progress bars) in: {cell.source[:80]}"
             )
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_the_committed_run_kept_within_its_budget(path):
+    """The timings a chapter prints come from a run within its budget: a run that
+    took longer was slowed by other work (or the chapter grew), and its printed
+    timings would mislead the reader."""
+    record = load(path).metadata.get("transformer_book", {}).get("execution")
+    assert record, "no recorded execution: run `make execute` and commit"
+    assert record["budget_seconds"] == budget_seconds(path)
+    assert record["seconds"] <= budget_seconds(path), (
+        f"the committed run took {record['seconds']} s on {record['cpu']} "
+        f"({record['date']}), over the {budget_seconds(path):.0f} s budget: execute "
+        "it again on an idle machine (make execute NOTEBOOKS=...), or make it faster"
+    )
+
+
+def test_the_execution_record_says_how_long_and_on_what():
+    record = execution_record(ROOT / "book" / "07_complexity.ipynb", 41.26)
+    assert record["seconds"] == 41.3 and record["budget_seconds"] == 60
+    assert record["cpu"] and record["cores"] >= 1 and record["threads"] >= 1
+    assert isinstance(record["kernels"], str) and record["kernels"]
+    assert budget_seconds(ROOT / "book" / "08_beyond_text.ipynb") == 90
+    assert budget_seconds(ROOT / "book" / "appendix_one_page.ipynb") == 30
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)

@@ -1,8 +1,9 @@
-"""Every number the prose quotes is one the chapter's cells show (prose_numbers.py).
+"""Every number the prose quotes is one its own section's cells show (prose_numbers.py).
 
 The prose of a chapter is re-read whenever its outputs change: a number written in a
-Markdown cell, the intro or a concept check that no code or output of the chapter
-shows fails here, unless the document's allowlist names it with a reason.
+Markdown cell, the intro or a concept check that no code or output of its own ``##``
+section shows, nor of a section its paragraph names ("§7.4 measured 8.4×"), fails here,
+unless the document's allowlist names it with a reason.
 """
 
 from decimal import Decimal
@@ -41,7 +42,7 @@ def test_the_allowlists_are_reasoned_used_and_right():
     totals = counts(DOCUMENTS, ALLOWLIST)
     # the check reads the whole book: hundreds of numbers, few exempted by a reason
     # alone (an {expr, why} entry is arithmetic the test verifies)
-    assert totals["checked"] > 500
+    assert totals["checked"] > 800
     assert totals["excused"] < totals["checked"] / 20
     assert totals["unmatched"] == 0
 
@@ -64,6 +65,17 @@ def test_the_numbers_a_reader_takes_for_measurements():
         ("0.18", "decimal"),
         ("0.42", "decimal"),
     ]
+
+
+def test_an_integer_with_a_unit_is_a_measurement():
+    assert written("the loop took 91 ms and the kernel 53 ms, 12 MiB, 400 steps") == [
+        ("91", "unit"),
+        ("53", "unit"),
+        ("12", "unit"),
+        ("400", "unit"),
+    ]
+    assert written("in 25 s, at 971 tokens/s") == [("25", "unit"), ("971", "unit")]
+    assert not written("8 heads of 64 units, Apache-2.0, GPT-2")
 
 
 def test_what_is_not_a_measurement_is_skipped():
@@ -94,7 +106,7 @@ def test_a_number_matches_at_the_precision_written():
 
 
 def _one_document(markdown, shown):
-    return Document("toy", [("toy cell 0", markdown)], shown)
+    return Document("toy", [("toy cell 0", "1.1", markdown)], {"1.1": shown})
 
 
 def test_a_number_no_cell_shows_is_caught():
@@ -104,8 +116,73 @@ def test_a_number_no_cell_shows_is_caught():
     assert not unmatched(document, {"toy": {"38.0": "the paper's own figure, quoted"}})
 
 
+def _two_sections(prose_in_1_2):
+    """Section 1.1 prints 8.4; the prose of section 1.2 quotes a number."""
+    return Document(
+        "01_toy",
+        [("01_toy cell 5", "1.2", prose_in_1_2)],
+        {"1.1": {Decimal("8.4")}, "1.2": {Decimal("2.5")}, "2.1": {Decimal("8.1")}},
+        {"01": ["1.1", "1.2"], "02": ["2.1"]},
+    )
+
+
+def test_a_number_is_matched_in_its_own_section_only():
+    # Chapter 7's "8.1 times" passed because 8.1 appeared elsewhere in the chapter
+    assert [n.text for _, n in unmatched(_two_sections("it was 8.4× faster"), {})] == [
+        "8.4×"
+    ]
+    assert not unmatched(_two_sections("it was 2.5× faster"), {})
+
+
+def test_a_number_from_elsewhere_names_its_section():
+    assert not unmatched(_two_sections("§1.1 measured 8.4×; here 2.5×"), {})
+    assert not unmatched(_two_sections("8.4× (Section 1.1)"), {})
+    # the name covers its own paragraph or table row, not the next
+    misses = unmatched(_two_sections("§1.1 measured it.\n\nIt was 8.4×."), {})
+    assert [n.text for _, n in misses] == ["8.4×"]
+    rows = "| a | 8.4× (§1.1) |\n|---|---|\n| b | 8.4× |"
+    assert [n.text for _, n in unmatched(_two_sections(rows), {})] == ["8.4×"]
+    # the source documents' sections are not the book's
+    assert unmatched(_two_sections("the article's §1.1 says 8.4×"), {})
+    assert unmatched(_two_sections("article §1.1: 8.4×"), {})
+    # another chapter, by its name or a link to its notebook
+    assert not unmatched(_two_sections("Chapter 2 measured 8.1×"), {})
+    assert not unmatched(_two_sections("[the GPT](02_toy.ipynb): 8.1×"), {})
+    assert unmatched(_two_sections("Chapter 1 measured 8.1×"), {})
+
+
+def test_a_concept_check_may_restate_what_its_question_gives():
+    givens = {"check 1.2 question 1": {Decimal("0.3")}}
+    document = Document(
+        "concepts-ch01",
+        [
+            ("check 1.2 question 1 (prompt)", "1.2", "p = 0.3: how many?"),
+            ("check 1.2 question 1", "1.2", "0.3 alone"),
+        ],
+        {"1.2": set()},
+        {},
+        givens,
+    )
+    # the prompt's own number is a given of the question: it needs the allowlist
+    assert [(w, n.text) for w, n in unmatched(document, {})] == [
+        ("check 1.2 question 1 (prompt)", "0.3")
+    ]
+
+
+def test_the_book_is_cut_into_its_sections():
+    by_name = {d.name: d for d in DOCUMENTS}
+    chapter = by_name["07_complexity"]
+    assert {"7.1", "7.4", "07_complexity Summary", "07_complexity Exercises"} <= set(
+        chapter.chapters["07"]
+    )
+    sections = {section for _, section, _ in chapter.prose}
+    assert "7.4" in sections and "07_complexity opening" in sections
+    concept = by_name["concepts-ch07"]
+    assert {section for _, section, _ in concept.prose} <= set(chapter.chapters["07"])
+
+
 def test_allowlist_entries_that_would_hide_defects_are_reported():
-    document = _one_document("0.46 and 2.1%", set())
+    document = _one_document("0.46, 2.1% and 0.5", {Decimal("0.5")})
     good = {
         "0.46": {"expr": "0.953 ** 16", "why": "the forget gate over 16 steps"},
         "2.1%": "a constant of the paper",
@@ -115,11 +192,13 @@ def test_allowlist_entries_that_would_hide_defects_are_reported():
         "0.46": {"expr": "0.953 ** 8", "why": "wrong arithmetic"},
         "2.1%": "constant",  # no reason
         "7.5": "a number the prose no longer has",  # stale
+        "0.5": "a number its section shows anyway",  # unneeded
     }
     problems = "\n".join(allowlist_problems([document], {"toy": bad}))
     assert "0.953 ** 8" in problems
     assert "'2.1%' needs a reason" in problems
     assert "'7.5' is not in the prose (stale)" in problems
+    assert "'0.5' matches its section's outputs wherever it is written" in problems
     assert allowlist_problems([document], {"nothing": {}}) == [
         "nothing.toml: no document of that name"
     ]

@@ -84,8 +84,8 @@ CHECKS = {
                 "A 384-to-10 linear layer: 384 × 10 weights and 10 biases, 3,850 in "
                 "all. The encoder's 22.6 million weights are frozen.",
                 "That forgets the 10 biases of the classifier.",
-                "That would be fine-tuning every weight, which costs minutes per pass "
-                "over the data on a CPU; the encoder is frozen.",
+                "That would be fine-tuning every weight, whose steps are far slower "
+                "(§8.3 times one); the encoder is frozen.",
                 "One weight per input dimension would give one score, not ten.",
             ),
         ),
