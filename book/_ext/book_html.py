@@ -301,21 +301,43 @@ _CODE_CLASS = re.compile(r"\bclass=\"[^\"]*\b(?:highlight|pre)\b")
 
 def _runs(text: str, edition: str) -> str:
     """``text`` (HTML text between tags) with each run in the other language
-    wrapped in a ``<span lang>``."""
+    wrapped in a ``<span lang>``.
+
+    The runs are found in the text as a reader sees it (``&amp;`` is "&"), so a
+    span never starts or ends inside a character reference (``&<span>amp;``
+    showed "&amp;" as text); what is copied is the HTML as it was.
+    """
     lang = LANG_OF[edition]
-    if edition == "en":
-        return CHINESE_RUN.sub(
-            lambda m: f'<span lang="{lang}">{m.group(0)}</span>', text
-        )
-
-    def wrap(match: re.Match) -> str:
+    shown, starts = [], []  # the text with references decoded; where each came from
+    for piece in _REFERENCE_OR_CHAR.finditer(text):
+        value = piece.group(0)
+        shown.append(html.unescape(value) if value.startswith("&") else value)
+        starts.append(piece.start())
+    starts.append(len(text))
+    # offsets in ``shown`` (one reference decodes to one character, or two for
+    # some astral ones): map each back to the HTML
+    offsets = []
+    for value, start in zip(shown, starts, strict=False):
+        offsets += [start] * len(value)
+    offsets.append(len(text))
+    plain = "".join(shown)
+    pattern = CHINESE_RUN if edition == "en" else ENGLISH_RUN
+    out, last = [], 0
+    for match in pattern.finditer(plain):
         run = match.group(0)
-        words = _WORD.findall(run)
-        if len(words) < 2 and not any(w.islower() and len(w) > 1 for w in words):
-            return run  # a name (GPT, Colab) or a symbol (T), not English text
-        return f'<span lang="{lang}">{run}</span>'
+        if edition == "zh-TW":
+            words = _WORD.findall(run)
+            if len(words) < 2 and not any(w.islower() and len(w) > 1 for w in words):
+                continue  # a name (GPT, Colab) or a symbol (T), not English text
+        start, end = offsets[match.start()], offsets[match.end()]
+        out += [text[last:start], f'<span lang="{lang}">', text[start:end], "</span>"]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
-    return ENGLISH_RUN.sub(wrap, text)
+
+# One character reference (&amp; &#8217; &#x2019;) or one other character
+_REFERENCE_OR_CHAR = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);|.", re.S)
 
 
 def _declares(tag: str, lang: str) -> bool:
