@@ -1,11 +1,17 @@
 """Find the measured-looking numbers of the book's prose and what they must match.
 
 A number in the prose that a reader takes for a measurement (a decimal, a percentage,
-a number with a thousands separator, a multiplier, a number in scientific notation)
-must be a number that the chapter's outputs or code show, up to the precision it is
-written with: "9.3" matches a printed 9.29, "43,648" matches 43648. The test
-(``tests/test_prose_numbers.py``) applies this to every Markdown cell of every
-chapter, to the intro, and to the concept checks. A number that is a constant of the
+a number with a thousands separator, a multiplier, a number in scientific notation, an
+integer with a unit: "53 ms", "12 MiB", "400 steps") must be a number that the code or
+outputs of its own ``##`` section show, up to the precision it is written with: "9.3"
+matches a printed 9.29, "43,648" matches 43648. A number quoted from elsewhere names
+where it is, in the same paragraph or table row: "§7.4 measured 8.4×", "(§5.3)", or
+another chapter by name or link, whose sections then count too. A concept check
+belongs to the section it closes; an exercise's code includes its checker's module
+(``exercises/chNN_*.py``) and the code of its solution; the intro quotes the chapters
+it names. The test (``tests/test_prose_numbers.py``) applies this to every Markdown
+cell of every chapter, to the intro, and to the concept checks. A number that is a
+constant of the
 text rather than a measurement (a year, the paper's d_model = 512) goes on the
 document's allowlist, ``tests/prose_allowlist/<document>.toml`` (``<document>`` is
 the notebook's stem, ``concepts-chNN`` or ``intro``). An entry is either
@@ -17,8 +23,9 @@ or, for a number the prose derives by arithmetic,
     "0.46" = { expr = "0.953 ** 16", why = "the forget gate's product over 16 steps" }
 
 where the test evaluates ``expr`` (Python, with ``math``) and checks that it rounds to
-the number as written. An entry whose number no longer appears in the document fails,
-so the allowlist cannot go stale.
+the number as written. An entry whose number no longer appears in the document, or
+matches its section's outputs wherever it is written, fails, so the allowlist cannot
+go stale.
 
 ``python tests/prose_numbers.py [document ...]`` prints every number that matches
 nothing (for all documents, or the ones named).
@@ -260,7 +267,7 @@ class Document:
 
     @property
     def chapter(self) -> str | None:
-        """"05" for 05_transformer and concepts-ch05."""
+        """ "05" for 05_transformer and concepts-ch05."""
         m = re.fullmatch(r"(\d\d)_\w+|concepts-ch(\d\d)", self.name)
         return (m.group(1) or m.group(2)) if m else None
 
@@ -304,7 +311,9 @@ def chapter_sections(path: Path):
             for heading, text in zip(pieces[1::2], pieces[2::2], strict=True):
                 section = _section_key(heading, path.stem)
                 shown.setdefault(section, []).extend(_FENCE.findall(text))
-                prose.append((f"{path.stem} cell {index}", section, "## " + heading + text))
+                prose.append(
+                    (f"{path.stem} cell {index}", section, "## " + heading + text)
+                )
             continue
         if "concept_check(" in cell.source:
             continue  # its output is the concept checks' prose, checked on its own
