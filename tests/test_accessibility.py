@@ -5,6 +5,7 @@ The browser test (tests/test_book_html.py) checks the built pages themselves."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -55,6 +56,21 @@ def test_english_text_in_a_zh_tw_page_is_marked_english():
     assert '<span lang="en">GPT</span>' not in out, "a name is not English text"
     assert '<span lang="en">Transformer</span>' not in out
     assert "<pre>for token in tokens</pre>" in out, "code is not English prose"
+
+
+def test_a_marked_run_never_splits_a_character_reference():
+    """``Add &amp; Norm`` once showed as "Add &amp; Norm": the English run started
+    inside the reference (``&<span lang="en">amp; Norm</span>``)."""
+    page = (
+        '<html lang="zh-TW"><body><p>5.3 Add &amp; Norm：殘差、0.5 &lt; 0.75、'
+        "T5 的 &lt;extra_id_k&gt;、it &quot;the article&quot;</p></body></html>"
+    )
+    out = mark_languages(page, "zh-TW")
+    assert "Add &amp; Norm" in out and "0.5 &lt; 0.75" in out
+    assert '&quot;<span lang="en">the article</span>&quot;' in out
+    assert not re.search(r"&<span|&[a-z]*<", out), out
+    english = mark_languages("<p>an &amp; 注意力&amp;機制 it&#8217;s</p>", "en")
+    assert f"&amp; <span {ZH}>注意力</span>&amp;<span {ZH}>機制</span>" in english
 
 
 def test_an_unknown_edition_is_refused_by_name():

@@ -2,11 +2,14 @@
 
 Checks, page by page: formulas typeset with no MathJax error, every image loads,
 no console error, every relative link resolves (file and anchor), each notebook
-page's Colab button points at the notebook on the repository, and the widgets
-render. The network is blocked: the book must work offline, from its own copies of
-MathJax, require.js and the widget manager (book/_ext/book_offline.py), so any
-request that leaves 127.0.0.1 fails the test; a page of each edition is also opened
-from disk (file://), as a reader of a downloaded copy opens it.
+page's Colab button points at the notebook on the repository, the widgets
+render, and the text a reader sees keeps the rules of tests/rendered_text.py (no
+entity or Markdown shown raw, Chinese set as Chinese; the search page and its
+result summaries too). The network is blocked: the book must work offline, from
+its own copies of MathJax, require.js and the widget manager
+(book/_ext/book_offline.py), so any request that leaves 127.0.0.1 fails the test; a
+page of each edition is also opened from disk (file://), as a reader of a
+downloaded copy opens it.
 
 Needs `make book` first, and Debian's chromium; without chromium the test skips
 (except in CI, where it fails).
@@ -31,11 +34,21 @@ from transformer_book.plot import LINKED_CLASS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from book_html import UI_ZH_TW  # noqa: E402
+from book_html import A11Y_CSS, SEARCH_JS, UI_ZH_TW, WIDGET_A11Y  # noqa: E402
 from book_offline import NPM_COPIES, STATIC_FOLDER  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from toc_notebooks import chapter_number  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from rendered_text import (  # noqa: E402
+    PASSAGES_JS,
+    UNMARKED_CHINESE_JS,
+    entities,
+    raw_markup,
+    simplified,
+    text_problems,
+)
 
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
@@ -281,28 +294,13 @@ def check_widgets(page, page_path: Path, problems: list[str]) -> list[str]:
     return report
 
 
-def check_raw_markup(page, problems: list[str]) -> None:
-    """Markdown or TeX that was not rendered: table rows, $...$, TeX commands."""
-    text = page.evaluate(RAW_TEXT_JS)
-    for pattern, what in RAW_MARKUP:
-        for hit in re.finditer(pattern, text):
-            context = text[max(hit.start() - 30, 0) : hit.end() + 30]
-            problems.append(f"raw {what} in the page: {context!r}")
-
-
-# The page's text outside code, formulas and scripts
-RAW_TEXT_JS = """() => {
-  const copy = (document.querySelector("main") || document.body).cloneNode(true);
-  copy.querySelectorAll(
-    "pre, code, script, style, textarea, mjx-container, .highlight"
-  ).forEach(el => el.remove());
-  return copy.textContent;
-}"""
-RAW_MARKUP = [
-    (r"\|\s*:?-{3,}:?\s*\|", "Markdown table row"),
-    (r"\$[^$\s][^$\n]*\$", "$...$ math"),
-    (r"\\(?:frac|sqrt|sum|cdot|mathbf|mathrm|text|left|right|times|lVert)\b", "TeX"),
-]
+def check_text(page, page_path: Path, problems: list[str]) -> None:
+    """The text a reader sees (the article, its table of contents, the navigation)
+    keeps the rules of tests/rendered_text.py: no entity, Markdown, role or TeX
+    shown raw; no Simplified character; in the zh-TW edition, Chinese punctuation
+    and emphasis."""
+    found = page.evaluate(PASSAGES_JS)
+    problems += text_problems(found["passages"], found["italic"], edition(page_path))
 
 
 def check_quizzes(page, page_path: Path, problems: list[str]) -> list[str]:
@@ -362,24 +360,20 @@ def check_edition(page, page_path: Path, problems: list[str]) -> None:
     elif other.get_attribute("hreflang") == lang:
         problems.append("the edition link points at its own edition")
     if lang == "zh-TW":
-        chrome = page.evaluate(CHROME_JS)
-        lines = set(chrome.split("\n"))
-        for label in [*UI_ZH_TW, "Search this book..."]:
-            if label in lines:
-                problems.append(f"theme label not translated: {label!r}")
-        simplified = [
-            line for line in lines if line and _to_traditional().convert(line) != line
-        ]
-        problems += [f"Simplified characters in a label: {t!r}" for t in simplified]
+        check_labels(page, problems)
         toggles = page.locator("details.hide > summary").all_inner_texts()
         problems += [f"toggle in English: {t!r}" for t in toggles if "code cell" in t]
 
 
-@functools.cache
-def _to_traditional():
-    import opencc
-
-    return opencc.OpenCC("s2t")  # characters only: Simplified to Traditional
+def check_labels(page, problems: list[str]) -> None:
+    """A zh-TW page's labels outside the article, its attributes' included, are
+    neither the themes' English nor Simplified."""
+    lines = set(page.evaluate(CHROME_JS).split("\n"))
+    for label in [*UI_ZH_TW, "Search this book..."]:
+        if label in lines:
+            problems.append(f"theme label not translated: {label!r}")
+    found = sorted(line for line in lines if simplified(line))
+    problems += [f"Simplified characters in a label: {t!r}" for t in found]
 
 
 # The page's labels outside the article: texts, titles, aria-labels, placeholders
@@ -479,10 +473,10 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     page.on("response", on_response)
     page.goto(f"{server}/{page_path.relative_to(HTML).as_posix()}", wait_until="load")
     check_math(page, problems)
-    check_raw_markup(page, problems)
     notes = check_widgets(page, page_path, problems)
     notes += check_quizzes(page, page_path, problems)
     page.wait_for_load_state("networkidle")
+    check_text(page, page_path, problems)
     broken = page.eval_on_selector_all(
         "img",
         "els => els.filter(e => !e.complete || !e.naturalWidth).map(e => e.src)",
@@ -515,21 +509,6 @@ IMAGES_WITHOUT_ALT_JS = r"""() =>
     /(^|\/)[\w.-]*\.(png|jpe?g|gif|svg|webp)$|^[0-9a-f]{16,}/i.test(img.alt.trim()))
   .map(img => (img.getAttribute("alt") === null ? "no alt" : img.alt) + " :: " +
     img.src.slice(0, 60))"""
-# Text in the page's body with Chinese characters, outside an element in Chinese
-UNMARKED_CHINESE_JS = r"""() => {
-  const han = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  const found = [];
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const parent = node.parentElement;
-    if (!han.test(node.data)) continue;
-    if (parent.closest("script, style, mjx-container")) continue;
-    const declared = parent.closest("[lang]");
-    if (!declared || !declared.lang.toLowerCase().startsWith("zh"))
-      found.push(node.data.trim().slice(0, 40));
-  }
-  return found;
-}"""
 # Reflow (WCAG 1.4.10): the widest element that is not allowed its own scroll box
 TOO_WIDE_JS = """width => {
   const SCROLLS_IN_ITS_BOX =
@@ -547,20 +526,30 @@ PHONE = {"width": 320, "height": 640}
 
 def check_accessibility(page, page_path: Path, problems: list[str]) -> None:
     """WCAG 2.1 AA: axe-core's rules, a text alternative for every image, the
-    language of every Chinese passage (English edition), and reflow at 320 px."""
+    language of every Chinese passage (formulas included), and reflow at 320 px."""
     page.add_script_tag(path=str(AXE))
     problems += [f"axe: {v}" for v in page.evaluate(AXE_RUN_JS, AXE_TAGS)]
     problems += [f"image without a text alternative: {i}" for i in page.evaluate(
         IMAGES_WITHOUT_ALT_JS)]  # fmt: skip
-    if edition(page_path) == "en":
-        unmarked = page.evaluate(UNMARKED_CHINESE_JS)
-        problems += [f"Chinese text not marked lang=zh: {t!r}" for t in unmarked[:5]]
+    check_chinese_marked(page, problems)
     page.set_viewport_size(PHONE)
     page.wait_for_timeout(300)  # the theme lays the page out again
     width = page.evaluate("() => document.documentElement.scrollWidth")
     if width > PHONE["width"]:
         wide = page.evaluate(TOO_WIDE_JS, PHONE["width"])
         problems.append(f"{width} px wide on a {PHONE['width']} px screen: {wide}")
+
+
+def check_chinese_marked(page, problems: list[str]) -> None:
+    """Every passage of Chinese is in an element that declares it Chinese (an
+    English page's are in a ``lang="zh-Hant-TW"`` span; a zh-TW page's Chinese in
+    none of its ``lang="en"`` ones)."""
+    unmarked = page.evaluate(UNMARKED_CHINESE_JS)
+    if unmarked:
+        problems.append(
+            f"{len(unmarked)} Chinese passage(s) not marked lang=zh, e.g. "
+            + "; ".join(repr(t) for t in unmarked[:5])
+        )
 
 
 def test_every_page_renders_cleanly(server, browser):
@@ -693,3 +682,180 @@ def test_the_search_finds_each_chapter_by_its_terms(
     folder = "zh-TW/" if lang == "zh-TW" else ""
     hrefs = search_results(browser, server, folder, term, chapter)
     assert any(chapter in h for h in hrefs), f"{term!r} in {lang}: {hrefs}"
+
+
+# A term of each edition whose results' summaries hold formulas, Chinese terms and
+# "Add & Norm": the search page and every summary must read as the pages do
+SEARCH_PAGE_TERMS = {"en": "softmax", "zh-TW": "殘差連接"}
+# Every listed result has its summary (each is fetched from its page)
+SUMMARIES_SHOWN_JS = """() => {
+  const status = document.querySelector("#search-results .search-summary");
+  const items = [...document.querySelectorAll("#search-results ul.search li")];
+  return status && status.textContent && items.length &&
+    items.every(li => li.querySelector("p.context"));
+}"""
+
+
+@pytest.mark.parametrize("lang", sorted(SEARCH_PAGE_TERMS))
+def test_the_search_page_and_its_summaries_read_cleanly(server, browser, lang):
+    """The search page (its theme strings, in zh-TW not Simplified) and the
+    summaries under its results keep the rules of every page: formulas in plain
+    text, no code, no entity, Chinese marked and set as Chinese."""
+    from urllib.parse import quote
+
+    folder = "zh-TW/" if lang == "zh-TW" else ""
+    problems, outside = [], []
+    context = browser.new_context()
+    block_network(context, outside)
+    page = context.new_page()
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    term = SEARCH_PAGE_TERMS[lang]
+    page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
+    page.wait_for_function(SUMMARIES_SHOWN_JS, timeout=90000)
+    summaries = page.locator("#search-results p.context").count()
+    found = page.evaluate(PASSAGES_JS)
+    problems += text_problems(found["passages"], found["italic"], lang)
+    check_chinese_marked(page, problems)
+    if lang == "zh-TW":
+        check_labels(page, problems)
+    problems += [f"request outside the book: {u}" for u in outside]
+    context.close()
+    assert summaries >= 3, f"{term!r}: {summaries} result(s) with a summary"
+    assert not problems, "\n".join(problems)
+
+
+# -- each text rule, on a page made to break it ------------------------------------
+
+# rule -> (edition, a page's body that breaks it, what the report says). Each is
+# one of the defects readers found on the built pages.
+BREAKING_PAGES = {
+    "entity": ("zh-TW", "<p>5.3 Add &amp;amp; Norm：殘差連接</p>", "HTML entity"),
+    "entity-split": (
+        "zh-TW",
+        '<p>損失 &<span lang="en">lt; 1</span> 個百分點</p>',
+        "HTML entity",
+    ),
+    "raw-emphasis": ("zh-TW", "<p>**學習目標。**讀完本章</p>", "raw Markdown emphasis"),
+    "raw-emphasis-star": ("zh-TW", "<p>編碼器*和*解碼器</p>", "raw Markdown emphasis"),
+    "stray-backtick": ("en", "<p>call `need_weights=True to see</p>", "stray backtick"),
+    "raw-role": ("en", "<p>the lesson {cite} says so</p>", "raw MyST role"),
+    "raw-tex": ("en", r"<p>one product \(QK^\top\) of shape</p>", "TeX outside"),
+    "raw-dollar-math": ("en", "<p>scores $QK^T$ scaled</p>", "TeX outside"),
+    "simplified": ("zh-TW", "<p>這個模型的参数</p>", "Simplified character"),
+    "simplified-theme-string": (
+        "zh-TW",
+        "<noscript><p>请启用 JavaScript 以启用搜索功能。</p></noscript>",
+        "Simplified character",
+    ),
+    "half-width-punctuation": ("zh-TW", "<p>伯特, 羅伯塔, 駱駝</p>", "half-width"),
+    "space-after-full-width": (
+        "zh-TW",
+        "<p>✔ <strong>答對了。</strong> RNN 做 T 步</p>",
+        "space after full-width",
+    ),
+    "unpaired-quotes": ("zh-TW", "<p>需要」O(1) memory per step」</p>", "unpaired"),
+    "han-in-italics": (  # a style that slants it (the book's sets <em> upright)
+        "zh-TW",
+        '<p>一種<span style="font-style: italic">軟性的字典查表</span></p>',
+        "italics",
+    ),
+    "unmarked-chinese": (
+        "en",
+        "<p>x <mjx-container><mjx-utext>餘額</mjx-utext></mjx-container></p>",
+        "not marked lang=zh",
+    ),
+}
+# What none of the rules may take for a defect: code, formulas, an escaped "&"
+# shown as "&", quoted tokens, Traditional characters that are also Simplified ones
+# (台, 後), English and Chinese each marked, the book's own emphasis style
+CLEAN_PAGES = {
+    "en": """<p>Add &amp; Norm, and <code>x ** 2</code> or <code>&amp;amp;</code>;
+      self-attention (<span lang="zh-Hant-TW">自注意力</span>) in
+      <mjx-container><mjx-utext lang="zh-Hant-TW">餘額</mjx-utext>
+      <mjx-mi>\\(QK^\\top\\)</mjx-mi></mjx-container>.</p>
+      <pre>def f(**kwargs): return `x` + "{cite}" + "$a$"</pre>""",
+    "zh-TW": """<p><strong>學習目標。</strong>讀完本章，你能夠：在 GPU 上執行
+      Add &amp; Norm、「▁the」與 <code>a, b</code>；臺灣與台灣、之後、一群山峰。</p>
+      <p>一種<em>軟性的字典查表</em>（<em><span lang="en">soft lookup</span></em>）"""
+    """<mjx-container><mjx-mi>甲, 乙</mjx-mi></mjx-container>。</p>""",
+}
+
+
+def rendered_text_problems(browser, body: str, lang: str) -> list[str]:
+    """What the page-by-page check reports on a page with ``body``, in the
+    edition ``lang``'s language, with the book's own style sheet."""
+    context = browser.new_context()
+    page = context.new_page()
+    html_lang = "en" if lang == "en" else "zh-TW"
+    page.set_content(
+        f'<html lang="{html_lang}"><head><style>{A11Y_CSS}</style></head>'
+        f'<body><article class="bd-article">{body}</article></body></html>'
+    )
+    found = page.evaluate(PASSAGES_JS)
+    problems = text_problems(found["passages"], found["italic"], lang)
+    check_chinese_marked(page, problems)
+    context.close()
+    return problems
+
+
+@pytest.mark.parametrize("rule", sorted(BREAKING_PAGES))
+def test_each_text_rule_fails_on_a_page_that_breaks_it(browser, rule):
+    lang, body, expected = BREAKING_PAGES[rule]
+    problems = rendered_text_problems(browser, body, lang)
+    assert any(expected in p for p in problems), (rule, problems)
+
+
+@pytest.mark.parametrize("lang", sorted(CLEAN_PAGES))
+def test_the_text_rules_pass_a_clean_page(browser, lang):
+    assert rendered_text_problems(browser, CLEAN_PAGES[lang], lang) == []
+
+
+def test_han_in_italics_is_caught_without_the_books_style_sheet(browser):
+    """The browser's own style sets <em> in italics: the book's style sheet is
+    what sets Chinese emphasis upright (the clean zh-TW page holds an <em>)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_content('<html lang="zh-TW"><body><p><em>軟性</em></p></body></html>')
+    found = page.evaluate(PASSAGES_JS)
+    context.close()
+    assert text_problems(found["passages"], found["italic"], "zh-TW")
+
+
+def test_chinese_in_a_typeset_formula_is_marked_chinese(browser):
+    """MathJax draws a formula's \\text{餘額} (mjx-utext, and mi in its MathML)
+    after the build: the page's script marks it Chinese once it is drawn."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_content(
+        f'<html lang="en"><head><script>{WIDGET_A11Y}</script></head><body>'
+        "<p>x</p></body></html>"
+    )
+    page.evaluate("""() => document.querySelector("p").insertAdjacentHTML("beforeend",
+      "<mjx-container><mjx-utext>餘額</mjx-utext><mjx-assistive-mml><math>" +
+      "<mi>帳戶</mi></math></mjx-assistive-mml></mjx-container>")""")
+    page.wait_for_function("() => document.querySelector('mjx-utext[lang]')")
+    problems: list[str] = []
+    check_chinese_marked(page, problems)
+    context.close()
+    assert problems == []
+
+
+def test_search_summaries_show_formulas_as_text_and_leave_code_out(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_content(
+        '<html lang="en"><head><script>var Search = {};</script>'
+        f"<script>{SEARCH_JS}</script></head><body></body></html>"
+    )
+    text = page.evaluate(
+        """() => Search.htmlToText('<div role="main"><h1>Title</h1><p>one product ' +
+          '<span class="math">' +
+          '\\\\(\\\\mathrm{softmax}(QK^\\\\top/\\\\sqrt{d_k})\\\\)</span>' +
+          ' and <span class="math">\\\\(\\\\tfrac12 I\\\\)</span>.</p>' +
+          '<div class="highlight"><pre>x ** 2</pre></div><p>答對了。</p><p>Next</p>' +
+          '</div>')"""
+    )
+    context.close()
+    assert "softmax(QKᵀ/√d_k)" in text and "1/2 I" in text, text
+    assert "Title one product" in text and "答對了。Next" in text, text
+    assert not raw_markup(text) and not entities(text), text

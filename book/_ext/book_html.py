@@ -41,7 +41,16 @@
    - a slider's handle is named by its widget's label (aria-input-field-name), by a
      script, since the widget library draws the handle in the browser;
    - reflow at 320 CSS pixels (WCAG 1.4.10): inline code wraps, widgets and images
-     fit the column, display math scrolls in its own box (``A11Y_CSS``).
+     fit the column, display math scrolls in its own box (``A11Y_CSS``);
+   - Chinese inside formulas (MathJax's output, drawn in the browser) is marked
+     Chinese too, by the same script as the widgets' text (``WIDGET_A11Y``).
+9. Chinese set as Chinese text (issue 41): emphasis in Chinese is upright, with
+   emphasis dots, not slanted (``A11Y_CSS``); a zh-TW build has no smart quotes
+   (Sphinx's zh_TW ones turned the English text's apostrophes into 』); the theme's
+   author line takes no space after "作者：". The translations' own typesetting is
+   scripts/i18n.py's ``typeset_chinese``; tests/rendered_text.py holds the rules.
+10. The search page's result summaries show the pages' prose, not their source:
+    formulas as plain text, no code (``SEARCH_JS``).
 """
 
 import html
@@ -181,7 +190,11 @@ UI_ZH_TW = {
     "下一页": "下一頁",
     "回到顶部": "回到頂端",
     "跳转至主要内容": "跳至主要內容",
+    "请启用 JavaScript 以启用搜索功能。": "請啟用 JavaScript 以使用搜尋功能。",
 }
+# sphinx-book-theme's author line, "{{ translate('By') }} {{ author }}": in zh-TW
+# "作者：" and a space, which a full-width colon does not take
+_AUTHOR_LINE = re.compile(r'(<p class="component-author">\s*[^<\s]*：)\s+')
 _UI_PATTERN = re.compile(
     r'(?P<attr>(?:title|aria-label|data-bs-title|alt)=")(?P<a>[^"<>]+)(?=")'
     r"|(?P<open>>\s*)(?P<t>[^<>]+?)(?=\s*<)"
@@ -220,7 +233,7 @@ def _finish_ui_labels(app, exception):
     table = {**UI_ZH_TW, notice: f"© {app.config.copyright} 版權所有。"}
     for path in Path(app.outdir).rglob("*.html"):
         text = path.read_text(encoding="utf-8")
-        new = translate_ui(text, table)
+        new = _AUTHOR_LINE.sub(r"\1", translate_ui(text, table))
         if new != text:
             path.write_text(new, encoding="utf-8")
 
@@ -251,6 +264,20 @@ def _edition_link(app, pagename, templatename, context, doctree):
     )
 
 
+def _no_smart_quotes_in_chinese(app, config):
+    """Sphinx's smart quotes, in a zh_TW build, turn the straight quotes of the
+    English text left on the page (code outputs, quoted titles) into 「」『』, and
+    guess wrong ("weights' last bit" became "weights』 last bit"; ""O(1)..."" became
+    」O(1)...」). The translations write their own 「」."""
+    if config.tb_edition == "zh-TW":
+        config.smartquotes = False
+
+
+def _search_summaries(app, pagename, templatename, context, doctree):
+    if pagename == "search":
+        app.add_js_file(None, body=SEARCH_JS, priority=900)
+
+
 def _search_dictionary(app, config):
     options = dict(config.html_search_options or {})
     if options.get("dict"):
@@ -264,6 +291,8 @@ def setup(app):
     _image_alt_from_output_metadata()
     app.add_config_value("tb_edition", "en", "html")
     app.connect("config-inited", _search_dictionary)
+    app.connect("config-inited", _no_smart_quotes_in_chinese)
+    app.connect("html-page-context", _search_summaries)
     app.connect("builder-inited", _add_widget_shim)
     app.connect("html-page-context", _dedupe, priority=100)
     app.connect("html-page-context", _edition_link)
@@ -307,20 +336,25 @@ def _runs(text: str, edition: str) -> str:
     span never starts or ends inside a character reference (``&<span>amp;``
     showed "&amp;" as text); what is copied is the HTML as it was.
     """
-    lang = LANG_OF[edition]
+    if "&" not in text:
+        return _wrap_runs(text, list(range(len(text) + 1)), text, edition)
     shown, starts = [], []  # the text with references decoded; where each came from
     for piece in _REFERENCE_OR_CHAR.finditer(text):
         value = piece.group(0)
         shown.append(html.unescape(value) if value.startswith("&") else value)
         starts.append(piece.start())
     starts.append(len(text))
-    # offsets in ``shown`` (one reference decodes to one character, or two for
-    # some astral ones): map each back to the HTML
-    offsets = []
+    offsets = []  # where each decoded character is in the HTML
     for value, start in zip(shown, starts, strict=False):
         offsets += [start] * len(value)
     offsets.append(len(text))
-    plain = "".join(shown)
+    return _wrap_runs("".join(shown), offsets, text, edition)
+
+
+def _wrap_runs(plain: str, offsets: list[int], text: str, edition: str) -> str:
+    """``text`` with each run of the other language in ``plain`` (its decoded
+    text, whose character i comes from ``text[offsets[i]]``) wrapped."""
+    lang = LANG_OF[edition]
     pattern = CHINESE_RUN if edition == "en" else ENGLISH_RUN
     out, last = [], 0
     for match in pattern.finditer(plain):
@@ -337,7 +371,9 @@ def _runs(text: str, edition: str) -> str:
 
 
 # One character reference (&amp; &#8217; &#x2019;) or one other character
-_REFERENCE_OR_CHAR = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);|.", re.S)
+_REFERENCE_OR_CHAR = re.compile(
+    r"&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);|.", re.S
+)
 
 
 def _declares(tag: str, lang: str) -> bool:
@@ -460,10 +496,11 @@ def _accessible_pages(app, exception):
             path.write_text(new, encoding="utf-8")
 
 
-# What the widget library draws in the browser, after the build: each slider handle
-# takes its widget's label as its accessible name, and, in an English page, each
-# text with Chinese characters (a token in a dropdown, a label) is marked Chinese:
-# the element itself when the text is all it holds, else a <span> around the text.
+# What the widget library and MathJax draw in the browser, after the build: each
+# slider handle takes its widget's label as its accessible name, and, in an English
+# page, each text with Chinese characters (a token in a dropdown, a label, a
+# \text{} in a formula) is marked Chinese: the element itself when the text is all
+# it holds, else a <span> around the text.
 WIDGET_A11Y = """
 (function () {
   var han = /[\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff]/;
@@ -502,6 +539,13 @@ WIDGET_A11Y = """
       nameSliders(w);
       markChinese(w);
     });
+    // MathJax's output: a \\text{餘額} (mjx-utext) and its MathML for screen
+    // readers (mi, mtext), once each formula is typeset
+    document.querySelectorAll("mjx-container:not([data-tb-lang])")
+      .forEach(function (formula) {
+        formula.setAttribute("data-tb-lang", "");
+        if (han.test(formula.textContent)) markChinese(formula);
+      });
   }
   var pending = false;
   new MutationObserver(function () {
@@ -524,6 +568,19 @@ code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhe
 .widget-toggle-buttons .widget-toggle-button { width: auto !important; }
 .bd-article img, .cell_output img { max-width: 100%; height: auto; }
 div.math, mjx-container[display="true"], .math-wrapper { overflow-x: auto; }
+/* Chinese is not set in italics (a slanted Han character is a distorted one):
+   emphasis in Chinese text is shown with emphasis dots under the characters, as
+   Taiwan's Ministry of Education prescribes; English inside it stays italic */
+:is(em, i:not([class]), cite, dfn, var):lang(zh) {
+  font-style: normal; text-emphasis: filled dot; text-emphasis-position: under right;
+}
+:is(em, i:not([class]), cite, dfn, var) :lang(zh) { font-style: normal; }
+:is(em, i:not([class]), cite, dfn, var) :lang(en) {
+  font-style: italic; text-emphasis: none;
+}
+:is(em, i:not([class]), cite, dfn, var) :is(mjx-container, code) {
+  text-emphasis: none;
+}
 """
 
 
@@ -533,3 +590,110 @@ def _add_accessibility(app):
     static.mkdir(parents=True, exist_ok=True)
     (static / "tb-a11y.css").write_text(A11Y_CSS, encoding="utf-8")
     app.add_css_file("tb-a11y.css", priority=900)
+
+
+# -- 9. The search page's result summaries ------------------------------------------
+
+# Sphinx's search shows, under each result, 240 characters of the page's text
+# (``Search.htmlToText``: the main part's textContent). That text is what a reader
+# of the page never sees: the TeX source of every formula ("\(QK^\top\)"), code
+# cells, and blocks run together ("zero✘ Not quite"). This replaces it with the
+# page's prose: each formula in plain text ("QKᵀ"), no code, a space between blocks
+# (but none after full-width punctuation); in an English page, each run of Chinese
+# in the results is marked Chinese, as the pages' own are.
+SEARCH_JS = r"""
+(function () {
+  var SYMBOLS = {
+    cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠",
+    neq: "≠", approx: "≈", sim: "∼", to: "→", rightarrow: "→", leftarrow: "←",
+    mapsto: "↦", in: "∈", sum: "∑", prod: "∏", infty: "∞", top: "ᵀ", ldots: "…",
+    dots: "…", cdots: "⋯", sqrt: "√", lVert: "‖", rVert: "‖", Vert: "‖",
+    mid: "|", pm: "±", partial: "∂", nabla: "∇", propto: "∝", ll: "≪", gg: "≫",
+    odot: "⊙", otimes: "⊗", oplus: "⊕", alpha: "α", beta: "β", gamma: "γ",
+    delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ", eta: "η", theta: "θ",
+    lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π", rho: "ρ", sigma: "σ",
+    tau: "τ", phi: "φ", varphi: "φ", chi: "χ", psi: "ψ", omega: "ω",
+    Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Pi: "Π", Sigma: "Σ",
+    Phi: "Φ", Psi: "Ψ", Omega: "Ω"
+  };
+  var SPACING = /^(left|right|big|Big|bigg|Bigg|quad|qquad|displaystyle|limits)$/;
+  var FONTS = new RegExp("\\\\(?:text|textbf|mathrm|mathbf|mathit|mathcal|" +
+    "operatorname|boldsymbol)\\s*\\{([^{}]*)\\}", "g");
+  function texToText(tex) {
+    return tex
+      .replace(/^\s*(\\\(|\\\[|\$\$?)|(\\\)|\\\]|\$\$?)\s*$/g, "")
+      .replace(/\\\\|&/g, " ")
+      .replace(/\\(?:begin|end)\s*\{[^{}]*\}/g, " ")
+      .replace(/\^\s*\{?\\top\}?/g, "ᵀ")
+      .replace(/\\[td]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\[td]?frac\s*(\w)(\w)/g, "$1/$2")
+      .replace(FONTS, "$1")
+      .replace(/\\([A-Za-z]+)\s*/g, function (all, name) {
+        if (SYMBOLS.hasOwnProperty(name)) return SYMBOLS[name];
+        return SPACING.test(name) ? "" : name;
+      })
+      .replace(/\\[,;:! ]/g, " ")
+      .replace(/\\(.)/g, "$1")
+      .replace(/[{}]/g, "")
+      .replace(/\s+/g, " ")
+      .trim();
+  }
+  var BLOCKS = "p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, caption, " +
+    "figcaption, summary, div";
+  var FULL_WIDTH_THEN_SPACE = /([\u3000-\u303f\uff00-\uff65])\s+/g;
+  function pageText(htmlString, anchor) {
+    var doc = new DOMParser().parseFromString(htmlString, "text/html");
+    doc.querySelectorAll(
+      ".headerlink, script, style, pre, .highlight, .cell_input, .tb-edition-link"
+    ).forEach(function (el) { el.remove(); });
+    doc.querySelectorAll(".math").forEach(function (el) {
+      el.textContent = texToText(el.textContent);
+    });
+    doc.querySelectorAll(BLOCKS).forEach(function (el) { el.append(" "); });
+    var main = doc.querySelector('[role="main"]');
+    var part = main && anchor ? main.querySelector(anchor) : null;
+    return ((part || main || doc.body).textContent || "")
+      .replace(/\s+/g, " ")
+      .replace(FULL_WIDTH_THEN_SPACE, "$1");
+  }
+  var HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
+  // a run of Chinese, with the short Latin stretches inside it (CHINESE_RUN)
+  var CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef";
+  var RUN = new RegExp("[" + CJK + "](?:[ \\w\\-+.%/·]{0,12}?[" + CJK + "])*", "g");
+  function markChinese(root) {
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var found = [];
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (HAN.test(node.data) && !node.parentElement.closest("[lang^=zh]")) {
+        found.push(node);
+      }
+    }
+    found.forEach(function (node) {
+      var text = node.data, last = 0, parts = document.createDocumentFragment();
+      text.replace(RUN, function (run, at) {
+        parts.append(text.slice(last, at));
+        var span = document.createElement("span");
+        span.lang = "zh-Hant-TW";
+        span.textContent = run;
+        parts.append(span);
+        last = at + run.length;
+      });
+      parts.append(text.slice(last));
+      node.replaceWith(parts);
+    });
+  }
+  function start() {
+    if (typeof Search === "undefined") return;
+    Search.htmlToText = pageText;
+    var results = document.getElementById("search-results");
+    if (!results || !/^en/i.test(document.documentElement.lang)) return;
+    new MutationObserver(function () { markChinese(results); })
+      .observe(results, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
+"""

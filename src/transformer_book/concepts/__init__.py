@@ -24,6 +24,7 @@ import functools
 import gettext
 import html
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,11 +151,13 @@ def _render(
             right = i == q.answer
             verdict = html.escape(tr(RIGHT if right else WRONG))
             mark = "✔" if right else "✘"
+            # no space after a full-width mark ("答對了。"): it holds its own
+            space = "" if unicodedata.east_asian_width(verdict[-1]) in "FW" else " "
             out.append(
                 f'<details class="tb-option tb-{"right" if right else "wrong"}">'
                 f"<summary>{letters[i]}. {_inline(tr(option))}</summary>"
-                f'<p style="margin-left:1.5em">{mark} <strong>{verdict}</strong> '
-                f"{_inline(tr(why))}</p></details>"
+                f'<p style="margin-left:1.5em">{mark} <strong>{verdict}</strong>'
+                f"{space}{_inline(tr(why))}</p></details>"
             )
         out.append("</div>")
     out.append("</div>")
