@@ -205,3 +205,79 @@ def test_shipped_names_are_checked():
             call("LLaMA")
         with pytest.raises(ValueError, match="name"):
             call(["GPT"])
+
+
+# ---- issue 44: what a checkpoint file or a save may not do silently
+
+
+def _with_tensor(path, tmp_path, name, tensor, meta=None):
+    """A copy of checkpoint ``path`` with tensor ``name`` and metadata replaced."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        header = dict(f.metadata())
+        tensors = {n: f.get_tensor(n) for n in f.keys()}
+    if name is not None:
+        tensors[name] = tensor
+    out = tmp_path / "crafted.safetensors"
+    save_file(tensors, str(out), {**header, **(meta or {})})
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64])
+def test_load_refuses_a_weight_that_is_not_floating_point(dtype, tmp_path):
+    gpt = save_checkpoint(build("GPT"), tmp_path / "gpt.safetensors")
+    table = build("GPT").token.weight.detach()
+    crafted = _with_tensor(gpt, tmp_path, "token.weight", (3 * table).to(dtype))
+    with pytest.raises(ValueError, match=r"path.*token\.weight.*dtype"):
+        load_checkpoint(crafted)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_save_refuses_a_weight_its_dtype_cannot_hold(dtype, tmp_path):
+    model, path = build("GPT"), tmp_path / "m.safetensors"
+    if dtype == "bfloat16":
+        model = model.double()  # float32 cannot hold 1e39 either
+    with torch.no_grad():
+        model.token.weight[0, 0] = 1e5 if dtype == "float16" else 1e39
+    with pytest.raises(ValueError, match=f"dtype.*{dtype}.*token.weight"):
+        save_checkpoint(model, path, dtype=dtype)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "change", [{"vocab_size": 2**62}, {"vocab_size": 2**26}, {"max_len": 2**40}]
+)
+def test_load_compares_shapes_before_building_the_model(change, tmp_path):
+    """A crafted config must not allocate gigabytes (or overflow) for a small file."""
+    gpt = save_checkpoint(build("GPT"), tmp_path / "gpt.safetensors")
+    with pytest.raises(ValueError, match="path"):
+        load_checkpoint(_rewritten(gpt, tmp_path, config=change))
+
+
+@pytest.mark.parametrize("key", ["note", "config"])
+def test_load_names_metadata_nested_too_deep(key, tmp_path):
+    gpt = save_checkpoint(build("GPT"), tmp_path / "gpt.safetensors")
+    deep = "[" * 100_000 + "]" * 100_000
+    crafted = _with_tensor(gpt, tmp_path, None, None, meta={key: deep})
+    with pytest.raises(ValueError, match="path"):
+        load_checkpoint(crafted)
+
+
+def test_save_refuses_a_folder_named_like_a_checkpoint(tmp_path):
+    folder = tmp_path / "x.safetensors"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="path.*folder"):
+        save_checkpoint(build("GPT"), folder)
+
+
+def test_save_names_meta_that_refers_to_itself(tmp_path):
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="meta"):
+        save_checkpoint(build("GPT"), tmp_path / "m.safetensors", note=loop)
+    nested: list = []
+    for _ in range(100_000):
+        nested = [nested]
+    with pytest.raises(ValueError, match="meta"):
+        save_checkpoint(build("GPT"), tmp_path / "m.safetensors", note=nested)

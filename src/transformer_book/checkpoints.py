@@ -69,15 +69,49 @@ def _kind(model: object) -> str:
 
 
 def _stored_names(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict less the names that alias a tensor already listed (ties)."""
+    """The state dict less the names that alias a tensor already listed (ties).
+
+    A tie is one parameter under two names, so the test is identity: it holds on
+    the meta device too, where every tensor has the same (null) data pointer.
+    """
     seen, out = set(), {}
-    for name, tensor in model.state_dict().items():
-        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.dtype)
-        if key in seen:
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) in seen:
             continue
-        seen.add(key)
-        out[name] = tensor
+        seen.add(id(tensor))
+        out[name] = tensor.detach()
     return out
+
+
+def _stored(name: str, tensor: torch.Tensor, dtype: str) -> torch.Tensor:
+    """``tensor`` as written to the file: floats in ``dtype``, which must hold them."""
+    if tensor.is_floating_point():
+        cast = tensor.to(STORAGE_DTYPES[dtype])
+        if (torch.isinf(cast) & torch.isfinite(tensor)).any():
+            raise ValueError(
+                f"dtype={dtype!r} cannot hold {name}: its largest magnitude, "
+                f"{tensor.abs().max().item():.4g}, is above "
+                f"{torch.finfo(cast.dtype).max:.4g}; save it as float32"
+            )
+        tensor = cast
+    return tensor.detach().cpu().contiguous().clone()
+
+
+# What a config may ask to allocate besides the weights the file holds (the
+# sinusoidal table of max_len x d_model): beyond it, the config is not believed
+_UNSTORED_LIMIT = 2**28  # elements, 1 GiB of float32
+
+
+def _check_unstored(path: Path, skeleton: nn.Module) -> None:
+    """The buffers that are not in the file (built from the config) stay small."""
+    stored = skeleton.state_dict(keep_vars=True)
+    unstored = sum(b.numel() for n, b in skeleton.named_buffers() if n not in stored)
+    if unstored > _UNSTORED_LIMIT:
+        raise ValueError(
+            f"path: the config in {str(path)!r} asks for {unstored:,} numbers of "
+            f"tables that are not in the file (more than {_UNSTORED_LIMIT:,}): a "
+            "max_len or d_model far beyond its weights"
+        )
 
 
 def _check_path(name: str, path: object) -> Path:
@@ -107,6 +141,8 @@ def save_checkpoint(
         raise ValueError(f"dtype must be one of {list(STORAGE_DTYPES)}, got {dtype!r}")
     if not path.parent.is_dir():
         raise ValueError(f"path: folder {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise ValueError(f"path: {str(path)!r} is a folder, not a file")
     for key in meta:
         if key in _RESERVED:
             raise ValueError(f"meta may not use the reserved key {key!r}")
@@ -114,13 +150,10 @@ def save_checkpoint(
         extra = {k: json.dumps(v) for k, v in meta.items()}
     except TypeError as err:
         raise TypeError(f"meta must be JSON-serialisable: {err}") from None
+    except (ValueError, RecursionError) as err:  # a value that holds itself
+        raise ValueError(f"meta cannot be written as JSON: {err}") from None
     tensors = {
-        name: (t.to(STORAGE_DTYPES[dtype]) if t.is_floating_point() else t)
-        .detach()
-        .cpu()
-        .contiguous()
-        .clone()
-        for name, t in _stored_names(model).items()
+        name: _stored(name, t, dtype) for name, t in _stored_names(model).items()
     }
     config = json.dumps(dataclasses.asdict(model.cfg))
     save_file(
@@ -159,12 +192,13 @@ def load_checkpoint(path: str | Path, model: str | None = None) -> nn.Module:
     cls, config_cls = MODEL_CLASSES[kind]
     try:
         cfg = config_cls(**json.loads(header["config"]))
-    except (TypeError, ValueError) as err:
+        with torch.device("meta"):  # shapes only: nothing is allocated yet
+            skeleton = cls(cfg)
+    except (TypeError, ValueError, RuntimeError, RecursionError) as err:
         raise ValueError(
             f"path: the config in {str(path)!r} is invalid: {err}"
         ) from None
-    built = cls(cfg)
-    expected = _stored_names(built)
+    expected = _stored_names(skeleton)
     if set(tensors) != set(expected):
         missing = sorted(set(expected) - set(tensors))[:3]
         extra = sorted(set(tensors) - set(expected))[:3]
@@ -178,12 +212,19 @@ def load_checkpoint(path: str | Path, model: str | None = None) -> nn.Module:
                 f"path: {name} in {str(path)!r} has shape {tuple(tensor.shape)}, "
                 f"the config gives {tuple(expected[name].shape)}"
             )
-    state = {n: t.float() if t.is_floating_point() else t for n, t in tensors.items()}
-    built.load_state_dict(state, strict=False)  # ties share the stored table
+        if not tensor.is_floating_point() and expected[name].is_floating_point():
+            raise ValueError(
+                f"path: {name} in {str(path)!r} has dtype {tensor.dtype}; the "
+                "model's weight is floating point"
+            )
+    _check_unstored(path, skeleton)
     try:
         meta = {k: json.loads(v) for k, v in header.items() if k not in _RESERVED}
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ValueError(f"path: bad metadata in {str(path)!r}: {err}") from None
+    built = cls(cfg)
+    state = {n: t.float() if t.is_floating_point() else t for n, t in tensors.items()}
+    built.load_state_dict(state, strict=False)  # ties share the stored table
     built.checkpoint_meta = {"dtype": header.get("dtype", "float32"), **meta}
     return built.eval()
 
