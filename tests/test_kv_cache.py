@@ -247,3 +247,76 @@ def test_reserve_refuses_a_bad_length():
         cache.reserve(0)
     cache.reserve(3)
     assert cache.capacity == 4 and len(cache) == 2 and cache[0][0].shape[2] == 0
+
+
+# ---- issue 44
+
+
+def test_generate_puts_back_each_submodules_own_mode():
+    model = tiny(dropout=0.1).train()
+    model.blocks[0].eval()  # the reader froze one block's dropout
+    modes = {name: m.training for name, m in model.named_modules()}
+    model.generate(ids(1, 2), 3, temperature=0)
+    assert {name: m.training for name, m in model.named_modules()} == modes
+
+
+def test_generate_in_eval_mode_is_unchanged_by_the_mode_handling():
+    model = tiny(dropout=0.1).eval()
+    first = model.generate(ids(2, 3), 6, temperature=0)
+    again = model.generate(ids(2, 3), 6, temperature=0)
+    assert torch.equal(first, again) and not model.training
+
+
+@pytest.mark.parametrize("kind", ["EncoderDecoder", "T5"])
+def test_greedy_decode_is_greedy_in_training_mode_and_keeps_the_modes(kind):
+    from transformer_book.models import (
+        T5,
+        EncoderDecoder,
+        EncoderDecoderConfig,
+        T5Config,
+    )
+
+    classes = {"EncoderDecoder": (EncoderDecoder, EncoderDecoderConfig),
+               "T5": (T5, T5Config)}  # fmt: skip
+    cls, config = classes[kind]
+    torch.manual_seed(0)
+    model = cls(config(vocab_size=V, max_len=12, dropout=0.5))
+    src = ids(3, 7)
+    expected = model.eval().greedy_decode(src, 1, 2)
+    model.train()
+    model.decoder[0].eval()
+    modes = {name: m.training for name, m in model.named_modules()}
+    for _ in range(3):
+        assert torch.equal(model.greedy_decode(src, 1, 2), expected)
+    assert {name: m.training for name, m in model.named_modules()} == modes
+
+
+def test_a_cache_slices_like_a_list():
+    model = tiny()
+    _, cache = model.forward_cached(ids(2, 3))
+    pairs = list(cache)
+    for part in (cache[:1], cache[:], cache[::-1], cache[5:]):
+        assert isinstance(part, list)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(cache[:], pairs, strict=True))
+    assert len(cache[:1]) == 1 and torch.equal(cache[-1][1], pairs[-1][1])
+    with pytest.raises(ValueError, match="cache has 1 layers, the model has 2"):
+        model.forward_cached(ids(2, 1), cache[:1])  # a cache missing a layer
+
+
+@pytest.mark.parametrize("size", [2**62, 2**40])
+def test_a_cache_too_large_to_allocate_is_refused_by_name(size):
+    with pytest.raises(ValueError, match="capacity"):
+        KVCache(1, 1, 2, 8, capacity=size)
+    cache = KVCache(1, 1, 2, 8, capacity=4)
+    with pytest.raises(ValueError, match="length"):
+        cache.reserve(size)
+    assert cache.capacity == 4
+
+
+def test_an_empty_batch_decodes_with_and_without_the_cache():
+    model = tiny()
+    for use_cache in (True, False):
+        out = model.generate(ids(0, 2), 3, temperature=0, use_cache=use_cache)
+        assert out.shape == (0, 5) and out.dtype == torch.long
+    logits, cache = model.forward_cached(ids(0, 2))
+    assert logits.shape == (0, 2, V) and cache[0][0].shape[0] == 0

@@ -156,3 +156,21 @@ def test_filtered_out_tokens_are_never_drawn_at_a_small_temperature():
     logits = torch.tensor([[-math.inf, 1.0, 1.0 - 1e-6, -2.0]]).expand(200, 4)
     draws = sample_next(logits, 1e-3, generator=torch.Generator().manual_seed(0))
     assert set(draws.tolist()) <= {1, 2}
+
+
+@pytest.mark.parametrize("temperature", [0, 0.7])
+@pytest.mark.parametrize(
+    "row", [[0.0, math.nan, 1.0], [-INF, -INF, -INF], [0.0, INF, 1.0]]
+)
+def test_sample_next_refuses_a_row_with_no_distribution(row, temperature):
+    """NaN, +inf or nothing allowed: no token can be drawn (issue 44)."""
+    logits = torch.tensor([[0.0, 1.0, 2.0], row])
+    with pytest.raises(ValueError, match=r"logits\[1\]"):
+        sample_next(logits, temperature, generator=torch.Generator().manual_seed(0))
+
+
+def test_sample_next_still_takes_rows_with_some_minus_infinities():
+    logits = torch.tensor([[-INF, 0.0, -INF], [1.0, -INF, 3.0]])
+    assert sample_next(logits, 0).tolist() == [1, 2]
+    drawn = sample_next(logits, 1.0, generator=torch.Generator().manual_seed(0))
+    assert drawn[0] == 1 and drawn[1] in (0, 2)

@@ -16,6 +16,7 @@ from ..attention import causal_mask
 from ..blocks import DecoderBlock, EncoderBlock
 from ._validation import check_flag
 from .embedding import TokenEmbedding
+from .sampling import in_eval_mode
 
 __all__ = ["EncoderDecoderConfig", "EncoderDecoder"]
 
@@ -174,6 +175,7 @@ class EncoderDecoder(nn.Module):
         return self.decode(tgt, self.encode(src), src)
 
     @torch.no_grad()
+    @in_eval_mode
     def greedy_decode(
         self, src: Tensor, bos_id: int, eos_id: int, max_new_tokens: int | None = None
     ) -> Tensor:
@@ -183,7 +185,7 @@ class EncoderDecoder(nn.Module):
         and keeps only the last position's logits: simple, but every step recomputes
         the keys and values of all earlier positions (the KV cache that Chapter 6
         gives GPT, ``GPT.forward_cached``, avoids that). Once a sequence has
-        produced ``eos_id`` it is padded.
+        produced ``eos_id`` it is padded. It runs in eval mode (no dropout).
 
         Shapes: src (B, S) -> (B, 1 + n) starting with ``bos_id``, n <= max_new_tokens
         """

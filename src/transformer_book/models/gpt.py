@@ -30,7 +30,7 @@ from ..attention import causal_mask
 from ..blocks import encoder_stack
 from ._validation import check_config, check_ids
 from .kv_cache import Decoder, KVCache, prepare_cache
-from .sampling import check_sampling, choose_next
+from .sampling import check_sampling, choose_next, evaluating
 
 __all__ = ["GPTConfig", "GPT", "KVCache", "gpt2_init_"]
 
@@ -163,13 +163,9 @@ class GPT(nn.Module):
         temperature = check_sampling(temperature, top_k, top_p, generator)
         if not isinstance(use_cache, bool):
             raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             sample = (temperature, top_k, top_p, generator)
             return self._generate(idx, max_new_tokens, sample, use_cache)
-        finally:
-            self.train(was_training)
 
     def _generate(self, idx: Tensor, n: int, sample: tuple, use_cache: bool):
         """``generate``'s loop, its arguments checked: n tokens after ``idx``."""

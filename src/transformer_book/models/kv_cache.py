@@ -51,15 +51,16 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ):
-        sizes = {"n_layers": n_layers, "batch": batch, "n_kv_heads": n_kv_heads}
+        sizes = {"n_layers": n_layers, "n_kv_heads": n_kv_heads}
         sizes |= {"d_head": d_head, "capacity": capacity}
         for name, value in sizes.items():
             check_int(name, value, minimum=1)
+        check_int("batch", batch, minimum=0)  # an empty batch decodes to nothing
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         check_device("device", device)
         shape = (n_layers, 2, batch, n_kv_heads, capacity, d_head)
-        self.buffer = torch.empty(shape, dtype=dtype, device=device)
+        self.buffer = _allocate("capacity", shape, dtype, device)
         self.length = 0  # P: positions written
         self._views()
 
@@ -95,14 +96,17 @@ class KVCache:
             return
         old = self.buffer
         shape = (*old.shape[:4], max(length, 2 * self.capacity), old.shape[5])
-        self.buffer = old.new_empty(shape)
+        self.buffer = _allocate("length", shape, old.dtype, old.device)
         self.buffer[:, :, :, :, : self.length] = old[:, :, :, :, : self.length]
         self._views()
 
     def __len__(self) -> int:
         return len(self.layers)
 
-    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
+    def __getitem__(self, i: int | slice):
+        """Layer ``i``'s (keys, values); a slice gives a list of such pairs."""
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
         keys, values = self.layers[i]
         return keys[:, :, : self.length], values[:, :, : self.length]
 
@@ -115,6 +119,17 @@ class KVCache:
             f"KVCache({L} layers, batch {B}, {n_kv} key/value heads of {d_head}, "
             f"{self.length} of {C} positions, {self.buffer.dtype})"
         )
+
+
+def _allocate(name: str, shape: tuple[int, ...], dtype, device) -> Tensor:
+    """An empty buffer of ``shape``; ValueError naming ``name`` if it cannot be had."""
+    try:
+        return torch.empty(shape, dtype=dtype, device=device)
+    except RuntimeError as err:  # more elements than an index holds, or no memory
+        raise ValueError(
+            f"{name}: a cache of shape {shape} (L, 2, B, Hkv, C, Dh) cannot be "
+            f"allocated: {err}"
+        ) from err
 
 
 class Decoder:

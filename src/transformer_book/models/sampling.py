@@ -10,14 +10,20 @@ Shape letters: B batch, V vocabulary size.
 
 The filters return logits with ``-inf`` where a token is dropped, so that they
 compose (temperature, then top-k, then top-p) and softmax renormalises what is left.
+Decoding runs a model in eval mode and puts every submodule back in its own mode
+afterwards (``evaluating``, ``in_eval_mode``): ``GPT.generate`` and
+``EncoderDecoder.greedy_decode`` use them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+from collections.abc import Callable, Iterator
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .._validate import check_generator, check_has_values
 
@@ -133,7 +139,48 @@ def sample_next(
     if logits.dim() != 2:
         raise ValueError(f"logits must have shape (B, V), got {tuple(logits.shape)}")
     temperature = check_sampling(temperature, top_k, top_p, generator)
+    _check_rows(logits)
     return choose_next(logits, temperature, top_k, top_p, generator)
+
+
+def _check_rows(logits: Tensor) -> None:
+    """Each row must give a distribution: no NaN, no +inf, not every token -inf.
+
+    Reads one bool per row back, so it is left to ``sample_next``; ``generate``,
+    which calls ``choose_next`` at every step, does not pay for it.
+    """
+    bad = torch.isnan(logits).any(-1) | torch.isposinf(logits).any(-1)
+    bad |= torch.isneginf(logits).all(-1)
+    if bad.any():
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"logits[{i}] gives no distribution to sample from: a row must hold no "
+            f"NaN or +inf and at least one finite score, got {logits[i].tolist()[:8]}"
+        )
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """``model`` in eval mode (no dropout) inside, and afterwards every submodule
+    back in its own mode, also when something raises."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def in_eval_mode(method: Callable) -> Callable:
+    """Decorate a model's decoding method: it runs ``evaluating`` its model."""
+
+    @functools.wraps(method)
+    def run(self: nn.Module, *args, **kwargs):
+        with evaluating(self):
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 def choose_next(
