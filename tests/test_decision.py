@@ -365,3 +365,35 @@ def test_training_and_rollouts_run_on_the_gpu():
     model, _ = train_decision_transformer(0, 5, data, device="cuda")
     assert next(model.parameters()).is_cuda
     assert rollout(model, [2.0, 6.0], n_episodes=3).shape == (2, 3)
+
+
+# ---- issue 44
+
+
+def test_rank_correlation_computes_in_float64_and_stays_within_one():
+    gen = torch.Generator().manual_seed(0)
+    for n in (3, 7, 40, 101):
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        assert rank_correlation(x, x) == 1.0
+        assert rank_correlation(x, -x) == -1.0
+        y = torch.randn(n, generator=gen, dtype=torch.float64)
+        assert -1.0 <= rank_correlation(x, y) <= 1.0
+
+
+@pytest.mark.parametrize("which", ["x", "y"])
+def test_rank_correlation_refuses_nan(which):
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+    bad = torch.tensor([1.0, float("nan"), 3.0, 4.0, 5.0])
+    args = (bad, x) if which == "x" else (x, bad)
+    with pytest.raises(ValueError, match=f"^{which} "):
+        rank_correlation(*args)
+
+
+def test_a_decision_transformer_refuses_zero_steps_and_takes_an_empty_batch():
+    model = DecisionTransformer(DecisionConfig(d_model=8, d_ff=8)).eval()
+    none = torch.zeros(1, 0, dtype=torch.long)
+    with pytest.raises(ValueError, match="states.*no steps"):
+        model(none.float(), none, none)
+    empty = torch.zeros(0, 3, dtype=torch.long)
+    logits = model(empty.float(), empty, empty)
+    assert logits.shape == (0, 3, model.cfg.n_actions)

@@ -881,3 +881,14 @@ def test_on_cuda_everything_stays_on_the_device():
     perf.redraw()
     assert perf.features.is_cuda and perf(x).is_cuda
     assert LinformerAttention(16, 2, 20, 4).cuda()(x).is_cuda
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_online_softmax_update_names_mixed_dtypes(which):
+    """Issue 44: one float64 input among float32 ones is named, not a RuntimeError."""
+    state = [torch.full((3, 1), -math.inf), torch.zeros(3, 1), torch.zeros(3, 2)]
+    args = [*state, randn(3, 4), randn(4, 2, seed=1)]
+    args[which] = args[which].double()
+    names = ("row_max", "row_sum", "acc", "scores", "v_block")
+    with pytest.raises(TypeError, match=f"^{names[which]} has dtype torch.float64"):
+        online_softmax_update(*args)

@@ -432,3 +432,10 @@ def test_the_baselines_shapes_and_documented_sizes():
 def test_bad_baseline_arguments_are_named(call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+def test_attention_rollout_names_mixed_dtypes():
+    """Issue 44: layers of different dtypes are named, not a matmul's RuntimeError."""
+    weights = torch.rand(2, 1, 2, 4, 4).softmax(-1)
+    with pytest.raises(TypeError, match=r"weights\[1\].*dtype"):
+        attention_rollout([weights[0], weights[1].double()])

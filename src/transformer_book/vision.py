@@ -285,6 +285,10 @@ def attention_rollout(weights: Sequence[Tensor], residual: float = 0.5) -> Tenso
                 f"weights[{i}] must have shape (B, H, T, T) like weights[0] "
                 f"{tuple(first.shape)}, got {tuple(w.shape)}"
             )
+        if w.dtype != first.dtype:
+            raise TypeError(
+                f"weights[{i}] has dtype {w.dtype}, weights[0] {first.dtype}"
+            )
     residual = check_real("residual", residual, 0.0, 1.0)
     T = first.shape[-1]
     eye = torch.eye(T, dtype=first.dtype, device=first.device)  # (T, T)

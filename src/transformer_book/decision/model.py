@@ -105,11 +105,11 @@ class DecisionTransformer(nn.Module):
             ],
             dim=2,
         )  # (B, T, 3, D): R_t, s_t, a_t side by side
-        x = self.embed_norm(tokens.view(B, 3 * T, -1))  # (B, 3T, D): R1 s1 a1 R2 ...
+        x = self.embed_norm(tokens.flatten(1, 2))  # (B, 3T, D): R1 s1 a1 R2 ...
         mask = causal_mask(3 * T, device=x.device)  # (3T, 3T)
         for block in self.blocks:
             x = block(x, mask=mask)
-        at_states = self.norm(x.view(B, T, 3, -1)[:, :, 1])  # (B, T, D): s_t tokens
+        at_states = self.norm(x.unflatten(1, (T, 3))[:, :, 1])  # (B, T, D): s_t
         return self.head(at_states)  # (B, T, D) -> (B, T, A)
 
     def _check(self, returns_to_go, states, actions, timesteps) -> None:
@@ -130,6 +130,8 @@ class DecisionTransformer(nn.Module):
         weight = self.embed_return.weight
         for name, x in [("states", states), *given]:
             check_on(name, x, weight)
+        if states.shape[1] == 0:
+            raise ValueError(f"states has no steps (shape {tuple(states.shape)})")
         if states.shape[1] > cfg.horizon:
             raise ValueError(
                 f"states has {states.shape[1]} steps, more than horizon={cfg.horizon}"

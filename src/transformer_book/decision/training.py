@@ -204,6 +204,8 @@ def rank_correlation(x: Tensor, y: Tensor) -> float:
     for name, v in (("x", x), ("y", y)):
         check_float_input(name, v, "(N,)", dim=1)
         check_has_values(name, v)
+        if torch.isnan(v).any():
+            raise ValueError(f"{name} holds NaN, which has no rank: {v.tolist()[:8]}")
     if len(x) != len(y) or len(x) < 2:
         raise ValueError(
             f"x {tuple(x.shape)} and y {tuple(y.shape)} must have one length N >= 2"
@@ -212,10 +214,13 @@ def rank_correlation(x: Tensor, y: Tensor) -> float:
     for v in (x.double(), y.double()):
         below = (v[None, :] < v[:, None]).sum(1)  # (N,): values below each
         ties = (v[None, :] == v[:, None]).sum(1)  # (N,): itself included
-        ranks.append(below + (ties + 1) / 2)  # (N,): average rank, from 1
+        ranks.append(below.double() + (ties + 1) / 2)  # (N,): average rank, from 1
     a, b = (r - r.mean() for r in ranks)
-    denominator = (a.norm() * b.norm()).item()
-    return float((a @ b).item() / denominator) if denominator > 0 else 0.0
+    # sqrt of the product of squares: exactly 1 for y = x (sqrt(s * s) = s)
+    denominator = math.sqrt((a @ a).item() * (b @ b).item())
+    if denominator == 0:
+        return 0.0
+    return min(1.0, max(-1.0, (a @ b).item() / denominator))  # rounding can pass 1
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor
 
-from .._validate import check_attention, check_int, check_tensor
+from .._validate import autocast_enabled, check_attention, check_int, check_tensor
 
 __all__ = ["online_softmax_update", "blockwise_attention"]
 
@@ -166,6 +166,19 @@ def _check_state(row_max, row_sum, acc, scores, v_block) -> None:
     for name, x in named:
         if x.device != scores.device:
             raise ValueError(f"{name} is on {x.device} but scores on {scores.device}")
+    dtypes = [x.dtype for _, x in named]
+    if len(set(dtypes)) > 1 and not autocast_enabled(scores.device.type):
+        odd = [(n, x.dtype) for n, x in named if dtypes.count(x.dtype) == 1]
+        if len(odd) == 1:  # one input differs from the others: name it
+            common = next(d for d in dtypes if d != odd[0][1])
+            raise TypeError(
+                f"{odd[0][0]} has dtype {odd[0][1]}, the other inputs {common}: "
+                "convert it, e.g. .to(scores.dtype)"
+            )
+        raise TypeError(
+            "row_max, row_sum, acc, scores and v_block must have one dtype, got "
+            + ", ".join(f"{n} {x.dtype}" for n, x in named)
+        )
     try:
         torch.broadcast_shapes(*(x.shape[:-2] for _, x in named))
     except RuntimeError:
