@@ -2045,6 +2045,7 @@ add(
         capacity=4,
         dtype=torch.float32,
         device="cpu",
+        accepts={("batch", "zero"): "an empty batch decodes to nothing (issue 44)"},
     ),
 )
 add(

@@ -32,6 +32,7 @@ from transformer_book.pretrained import (
 )
 from transformer_book.speed import mha_forward_backward_ms
 from transformer_book.tokenizer import char_tokenizer, get_tokenizer
+from transformer_book.train import train
 from transformer_book.vision import CNNBaseline, MLPBaseline, ViT, ViTConfig
 
 
@@ -312,3 +313,64 @@ def test_from_torch_copies_exactly_what_it_accepts(activation, norm_first, eps):
     torch.testing.assert_close(
         DecoderBlock.from_torch(decoder)(x, memory), decoder(x, memory)
     )
+
+
+# ---------------------------------------------------------------- issue 44
+
+
+def test_train_refuses_the_meta_device_and_leaves_the_model_where_it_was():
+    model = nn.Linear(3, 2)
+    weight = model.weight.detach().clone()
+
+    def batch(step):
+        return torch.randn(4, 3), torch.randint(2, (4,))
+
+    with pytest.raises(ValueError, match="device"):
+        train(model, batch, nn.functional.cross_entropy, 2, device="meta")
+    assert model.weight.device.type == "cpu" and torch.equal(model.weight, weight)
+
+
+def _run_functions():
+    """Every public run_* of the experiments and of decision, with a device."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import transformer_book.experiments as experiments
+
+    names = [f"transformer_book.experiments.{m.name}"
+             for m in pkgutil.iter_modules(experiments.__path__)]  # fmt: skip
+    found = {}
+    for module in map(importlib.import_module, [*names, "transformer_book.decision"]):
+        for name, fn in vars(module).items():
+            if name.startswith("run_") and inspect.isfunction(fn):
+                if "device" in inspect.signature(fn).parameters:
+                    found[name] = fn
+    return found
+
+
+RUNS = _run_functions()
+REQUIRED = {"run_deep": {"norm_first": True}}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_every_run_refuses_the_meta_device_before_it_trains(name):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="device"):
+        RUNS[name](**REQUIRED.get(name, {}), device="meta")
+    assert time.perf_counter() - start < 2.0, "refused only after some work"
+
+
+@pytest.mark.parametrize(
+    "name", ["run_sort", "run_reverse", "run_feed_forward", "run_variants"]
+)
+@pytest.mark.parametrize("seed", [2**64 - 1, 2**63])
+def test_a_seed_too_large_for_a_generator_is_refused_at_once(name, seed):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="seed"):
+        RUNS[name](seed=seed)
+    assert time.perf_counter() - start < 2.0, "refused only after some work"

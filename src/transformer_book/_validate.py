@@ -39,6 +39,19 @@ def check_int(name: str, value: object, minimum: int | None = None) -> int:
     return value
 
 
+# Seeds feed torch.Generator.manual_seed, which takes 64 bits, often with an
+# offset added (seed + 1, TEST_SEED + seed): below 2**63 every such sum fits
+SEED_LIMIT = 2**63
+
+
+def check_seed(name: str, seed: object) -> int:
+    """``seed`` as an int in [0, 2**63): TypeError for a bool or a non-int."""
+    seed = check_int(name, seed, minimum=0)
+    if seed >= SEED_LIMIT:
+        raise ValueError(f"{name} must be below 2**63, got {seed}")
+    return seed
+
+
 def check_real(
     name: str,
     value: object,
@@ -230,6 +243,17 @@ def check_device(name: str, device: object) -> None:
         torch.empty(0, device=device)
     except (RuntimeError, AssertionError) as err:
         raise ValueError(f"{name}={device!r} is not available here: {err}") from None
+
+
+def check_compute_device(name: str, device: object) -> None:
+    """None or a device of this machine that holds values (not meta): where a
+    model trains or a measurement runs."""
+    check_device(name, device)
+    if device is not None and torch.device(device).type == "meta":
+        raise ValueError(
+            f"{name}={device!r} holds no values: training and measuring need a "
+            "real device, such as 'cpu'"
+        )
 
 
 def check_generator(name: str, generator: object) -> None:

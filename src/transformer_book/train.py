@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_device, check_int, check_real, check_tensor
+from ._validate import check_compute_device, check_int, check_real, check_tensor
 from .device import autocast
 
 __all__ = [
@@ -60,7 +60,7 @@ def _check_train_arguments(
     check_real("weight_decay", weight_decay, low=0.0)
     if max_grad_norm is not None:
         check_real("max_grad_norm", max_grad_norm, low=0.0, low_open=True)
-    check_device("device", device)
+    check_compute_device("device", device)
 
 
 def _check_batch(step: int, batch: object) -> None:

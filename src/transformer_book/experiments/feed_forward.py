@@ -24,9 +24,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._validate import (
-    check_device,
+    check_compute_device,
     check_instance,
     check_int,
+    check_seed,
     check_tensor,
     check_token_ids,
 )
@@ -151,9 +152,9 @@ def run_feed_forward(
     Weights from ``seed``, training rows from ``seed + 1``, test rows from
     ``seed + 123``.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
-    check_device("device", device)
+    check_compute_device("device", device)
     return _run_feed_forward(seed, steps, device)
 
 

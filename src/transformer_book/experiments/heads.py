@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_device, check_int
+from .._validate import check_compute_device, check_int
 from ..data import IGNORE_INDEX, TwoRelationBatch, two_relation_task
 from ..device import get_device, set_seed
 from ..probe import (
@@ -244,7 +244,7 @@ def run_heads(
     """Train the chapter's three models with ``seed`` and measure them."""
     check_int("seed", seed, minimum=0)
     check_int("steps", steps, minimum=1)
-    check_device("device", device)
+    check_compute_device("device", device)
     test = make_test_set()
     one, _ = fit(n_heads=1, steps=steps, seed=seed, device=device)
     two, _ = fit(n_heads=2, steps=steps, seed=seed, device=device)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_device, check_int
+from .._validate import check_compute_device, check_int, check_seed
 from ..data import IGNORE_INDEX
 from ..device import set_seed
 from ..listings.gpt import GPT
@@ -159,11 +159,11 @@ def _train_reverse(seed, steps, max_len, n_test, device) -> ToyRun:
 
 
 def _check(seed: int, steps: int, length_name: str, length: int, n_test: int, device):
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     check_int(length_name, length, minimum=3)
     check_int("n_test", n_test, minimum=1)
-    check_device("device", device)
+    check_compute_device("device", device)
 
 
 def run_sort(

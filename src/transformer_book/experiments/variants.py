@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_real
+from .._validate import check_compute_device, check_real, check_seed
 from ..corpus import CLASSIFICATION_TOPICS, paragraphs, topic_sentences
 from ..device import set_seed
 from ..models import BERT, GPT, T5, BERTConfig, GPTConfig, T5Config
@@ -220,10 +220,10 @@ def run_variants(
     device: torch.device | str | None = None,
 ) -> VariantsRun:
     """Train the three models on the same batches for ``steps`` steps and probe them."""
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_seed("seed", seed)
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    check_compute_device("device", device)
     return _run_variants(seed, steps, device)
 
 

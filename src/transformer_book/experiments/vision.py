@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_device, check_int, check_real, check_tensor
+from .._validate import check_compute_device, check_int, check_real, check_tensor
 from ..device import set_seed
 from ..train import accuracy, train
 from ..vision import (
@@ -208,7 +208,7 @@ def run_digits(
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
-    check_device("device", device)
+    check_compute_device("device", device)
     return _run_digits(seed, steps, batch_size, lr, device)
 
 
