@@ -130,7 +130,7 @@ def test_lag2_valid(accuracy, capsys):
             {"alibi": [0.3, 0.3, 0.3], "rope": [0.5, 0.4, 0.3]},
             False,
             True,
-            "rope_learns does not follow",
+            "RoPE reaches 1.00",
         ),
         (
             {"alibi": [31.6, 31.2, 30.8], "rope": [100, 98.9, 56.2]},
@@ -518,3 +518,74 @@ def test_kv_sharing_check_accepts_real_runs(capsys):
     means = [sum(r[n] for r in rows.values()) / 4 for n in (4, 2, 1)]
     wins = spread > max(means) - min(means)
     passes(check_kv_sharing_answer, table, between, wins, capsys=capsys)
+
+
+# -- Issue 44: verdicts the audit found unsound ----------------------------------------
+
+
+def test_a_function_that_forgot_its_return_is_told_so():
+    def rope_score_no_return(q, k, offset):
+        rope_score(q, k, offset)  # computed, never returned
+
+    fails(check_rope_symmetry, rope_score_no_return, False, words="forget `return`")
+
+    def triangle_no_return(t):
+        t * (t + 1) // 2
+
+    fails(check_bert_cache_answer, 0.5, triangle_no_return, lambda t: t,
+          words="forget `return`")  # fmt: skip
+    fails(check_bert_cache_answer, None, triangle, lambda t: t, words="is None")
+    fails(check_lag2_answer, None, False, True, words="is None")
+
+
+@pytest.mark.parametrize(
+    "accuracy",
+    [
+        {"alibi": np.array([0.316, 0.312, 0.308]), "rope": np.array([1.0, 0.99, 0.56])},
+        {"alibi": np.float32([0.3, 0.31, 0.31]), "rope": [1.0, 0.99, 0.6]},
+    ],
+)
+def test_lag2_takes_numpy_arrays(accuracy, capsys):
+    passes(check_lag2_answer, accuracy, False, True, capsys=capsys)
+
+
+@pytest.mark.parametrize(
+    "accuracy",
+    [
+        {k: [1 - a for a in row] for k, row in LAG2.items()},  # error rates
+        {"alibi": [0.06, 0.06, 0.06], "rope": [0.07, 0.06, 0.06]},  # nothing learns
+        {"alibi": [0.3, 0.3, 0.3], "rope": [0.85, 0.8, 0.5]},
+    ],
+)
+@pytest.mark.parametrize("rope", [True, False])
+def test_lag2_refuses_a_rope_that_did_not_learn(accuracy, rope):
+    fails(check_lag2_answer, accuracy, False, rope, words="RoPE reaches 1.00")
+
+
+def test_bert_cache_refuses_the_mean_change():
+    """The solution's sentence and model: the mean |change| is not the largest."""
+    from transformer_book.exercises.ch06_answers import _solution_changes
+
+    for largest, mean in _solution_changes():
+        passes_ = check_bert_cache_answer(largest, triangle, lambda t: t)
+        assert passes_ is None
+        fails(check_bert_cache_answer, mean, triangle, lambda t: t,
+              words="the mean change")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"pre-trained": {100: 0.5, 200: 0.6}, 1: {100: 0.7, 200: 0.7}},
+        {"pre-trained": {100: 0.5, "200": 0.6}, "fresh": {100: 0.7, 200: 0.7}},
+        {("pre", "trained"): {}, "fresh": {}},
+    ],
+)
+def test_finetune_names_keys_of_mixed_types(table, majority):
+    with pytest.raises(AssertionError, match="should map"):
+        check_finetune_answer(table, False)
+
+
+def test_head_drift_takes_a_numpy_array(rerun, capsys):
+    passes(check_head_drift, np.asarray(RERUN["drift"]), True, False, capsys=capsys)
+    passes(check_head_drift, np.float32(RERUN["drift"]), True, False, capsys=capsys)

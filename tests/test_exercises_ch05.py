@@ -47,7 +47,7 @@ def test_noam_checker_accepts_right_answers(right, capsys):
         (lambda s, d, w: noam(s, d, w) * d**-0.5, "1/d_model"),
         (lambda s, d, w: noam(s + 1, d, w), "count from 1"),
         (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "min"),
-        (lambda s, d, w: "fast", "return a number"),
+        (lambda s, d, w: "fast", "should be a number"),
     ],
 )
 def test_noam_checker_names_the_mistake(wrong, message):
@@ -452,7 +452,7 @@ def greedy(next_log_probs, bos_id, eos_id, beam_size, max_len):
         (mistake(no_max_len=True), "no prefix it extends is longer than max_len"),
         (mistake(early=True), "uses all max_len=3 new tokens"),
         (mistake(first_finished=True), "than the first finished sentence"),
-        (mistake(none=True), "returned None"),
+        (mistake(none=True), "returned nothing"),
         (mistake(no_eos=True), "goes on after eos_id"),
         (mistake(best_of_all=True), "return the best finished sentence"),
         (lambda f, b, e, k, n: math.pi, "list of token ids"),

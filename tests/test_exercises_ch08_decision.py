@@ -252,7 +252,7 @@ def fit_log10(x, y):
         (lambda x, y: (1.0, fit_by_hand(y, x)[1]), "log x on log y"),
         (lambda x, y: (y[0].item(), 0.1), "not the least-squares line"),
         (lambda x, y: fit_by_hand(x, y)[0], "return the two numbers"),
-        (lambda x, y: ("a", "b"), "must be numbers"),
+        (lambda x, y: ("a", "b"), "a should be a number"),
         (lambda x, y: fit_by_hand(x.log_(), y), "in place"),
         (lambda x, y: fit_power_law(x, y)[:2], "package's fit_power_law"),
         (lambda x, y: scaling.fit_power_law(x, y), "package's fit_power_law"),

@@ -3,6 +3,7 @@ and "do not use X" enforced by swapping X for a function that refuses to run."""
 
 import collections
 import functools
+import math
 import types
 
 import pytest
@@ -221,3 +222,99 @@ def test_forbidden_refuses_an_alias_before_it_runs():
     assert calls == []
     with forbidden(owner, "solve", "the solver", reader=lambda x: x):
         pass
+
+
+# ---- issue 44: a forgotten `return`, numbers past float range, complex answers
+
+
+def _function_checkers() -> dict:
+    """Every checker that takes the reader's function alone."""
+    import inspect
+
+    from transformer_book import exercises
+
+    found = {}
+    for name in exercises.__all__:
+        check = getattr(exercises, name)
+        if len(inspect.signature(check).parameters) == 1:
+            found[name] = check
+    return found
+
+
+FUNCTION_CHECKERS = _function_checkers()
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTION_CHECKERS))
+def test_a_function_without_return_is_told_so(name):
+    def forgot(*args, **kwargs):
+        pass  # the work, but no `return`
+
+    with pytest.raises(AssertionError, match=r"did you forget `return`\?"):
+        FUNCTION_CHECKERS[name](forgot)
+
+
+def test_call_reports_none_and_as_number_a_none_answer():
+    from transformer_book.exercises._checking import NotAttempted, as_number, call
+
+    with pytest.raises(AssertionError, match=r"returned nothing \(did you forget"):
+        call(lambda: None)
+    with pytest.raises(AssertionError, match=r"x is None.*forget `return`"):
+        as_number(None, "x")
+    with pytest.raises(NotAttempted):
+        as_number(..., "x")
+
+
+@pytest.mark.parametrize("big", [10**400, -(10**400)], ids=["huge", "-huge"])
+def test_a_number_past_float_range_is_refused_by_name(big):
+    from transformer_book.exercises._checking import as_number
+
+    with pytest.raises(AssertionError, match="x .*finite"):
+        as_number(big, "x")
+
+
+def test_checkers_refuse_numbers_past_float_range():
+    from transformer_book.exercises import (
+        check_alibi_slopes,
+        check_noam_lr,
+        check_power_law_fit,
+        check_spectral_radius,
+    )
+
+    big = 10**400
+    cases = [
+        (check_noam_lr, lambda step, d_model, warmup: big),
+        (check_spectral_radius, lambda w: big),
+        (check_power_law_fit, lambda x, y: (big, 0.5)),
+        (check_power_law_fit, lambda x, y: (1.0, big)),
+        (check_alibi_slopes, lambda n: [big] * n),
+    ]
+    for check, fn in cases:
+        with pytest.raises(AssertionError, match="finite"):
+            check(fn)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 2.5, "2"])
+def test_beam_search_names_ids_that_are_not_token_ids(bad):
+    from transformer_book.exercises import check_beam_search
+
+    with pytest.raises(AssertionError, match="token ids"):
+        check_beam_search(lambda *args: [0, bad])
+
+
+def test_expect_close_refuses_a_complex_answer():
+    from transformer_book.exercises._checking import expect_close
+
+    right = torch.randn(3, 4)
+    expect_close(right.double(), right, "out")
+    for wrong in (right + 5j, right.to(torch.complex64)):
+        with pytest.raises(AssertionError, match="out .*complex"):
+            expect_close(wrong, right, "out")
+
+
+def test_a_wrong_number_is_shown_with_enough_digits_to_tell():
+    from transformer_book.exercises._checking import expect_number
+
+    with pytest.raises(AssertionError, match=r"\(1\.0026 times the right value\)"):
+        expect_number(385, 384, "t")
+    with pytest.raises(AssertionError, match=r"\(0\.5 times the right value\)"):
+        expect_number(192, 384, "t")

@@ -103,7 +103,7 @@ def test_right_answers_pass(check, answers, capsys):
         (check_kv_sharing_answer, 3),
     ],
 )
-@pytest.mark.parametrize("stub", [..., None])
+@pytest.mark.parametrize("stub", [...])  # None is a forgotten `return` (issue 44)
 def test_the_stub_is_not_attempted(check, n, stub, capsys):
     check(*[stub] * n)
     out = capsys.readouterr().out
@@ -256,3 +256,43 @@ def test_expect_bool():
     for wrong in (1, "True", [True]):
         with pytest.raises(AssertionError, match="x should be True or False"):
             expect_bool(wrong, "x")
+
+
+# -- Issue 44 ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [64, 768, 4096])
+def test_t_squared_reads_from_which_alike_at_every_width(d):
+    """ "From which T² costs more" strictly: 6 D + 1, accepted at every D."""
+    answers = dict(zip((64, 768, 4096), T_SQUARED[:3], strict=True))
+    answers[d] = 6 * d + 1
+    check_t_squared_answer(*answers.values(), T_SQUARED[3])
+    answers[d] = 6 * d - 0.01 * d  # 1% off: outside the stated 0.1%
+    with pytest.raises(AssertionError, match=r"not right \(0\.998"):
+        check_t_squared_answer(*answers.values(), T_SQUARED[3])
+
+
+@pytest.mark.parametrize(
+    "answers", [(31.004, 127), (31748 / 1024, 129028 / 1024), (32, 126.004)]
+)
+def test_tiling_takes_the_byte_exact_threshold(answers, capsys):
+    passes(check_tiling_threshold_answer, answers, capsys)
+
+
+def test_kv_sharing_names_a_row_without_ppl():
+    table = {s: {n: {"ppl": v} for n, v in row.items()} for s, row in PPL.items()}
+    del table[2][1]["ppl"]
+    table[2][1]["loss"] = 5.3
+    with pytest.raises(AssertionError, match="seed 2, 1 key/value heads.*'ppl'"):
+        check_kv_sharing_answer(table, False, True)
+
+
+def test_kv_sharing_refuses_four_identical_rows():
+    table = {s: dict(PPL[0]) for s in range(4)}
+    with pytest.raises(AssertionError, match="identical"):
+        check_kv_sharing_answer(table, False, False)
+
+
+def test_the_stub_none_is_a_forgotten_return():
+    with pytest.raises(AssertionError, match="forget `return`"):
+        check_targets_answer(None, *TARGETS[1:])

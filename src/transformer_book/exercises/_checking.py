@@ -19,7 +19,9 @@ around it) is refused before it runs (:func:`runs_original`).
 
 An answer that is a number goes through :func:`expect_number` (the right value
 within a stated tolerance; each classic mistake named), a yes-or-no answer
-through :func:`expect_bool`; their stub is ``...``.
+through :func:`expect_bool`; their stub is ``...``. A ``None``, from the reader's
+function or as an answer, is a forgotten ``return`` and is reported as one, not
+as "not attempted" (:func:`call`, :func:`attempted`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import functools
 import math
 import numbers
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import torch
 from torch import Tensor
@@ -44,6 +46,11 @@ __all__ = [
     "expect_unchanged",
     "expect_values",
     "as_number",
+    "as_list",
+    "as_numbers",
+    "as_real",
+    "attempted",
+    "shown_keys",
     "expect_number",
     "expect_bool",
     "forbidden",
@@ -58,10 +65,17 @@ class NotAttempted(Exception):
     """The reader's function still raises ``NotImplementedError``."""
 
 
+FORGOT_RETURN = "did you forget `return`?"
+
+
 def call(fn: Callable, *args, **kwargs):
-    """Call the reader's function, turning its crash into a readable AssertionError."""
+    """Call the reader's function, turning its crash into a readable AssertionError.
+
+    No exercise asks for a function that returns ``None``: a ``None`` is a
+    forgotten ``return``, and is reported as such (not as "not attempted").
+    """
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except NotImplementedError:
         raise NotAttempted from None
     except AssertionError:
@@ -70,6 +84,19 @@ def call(fn: Callable, *args, **kwargs):
         raise AssertionError(
             f"your function raised {type(err).__name__}: {err}"
         ) from err
+    if result is None:
+        raise AssertionError(f"your function returned nothing ({FORGOT_RETURN})")
+    return result
+
+
+def attempted(answer, what: str):
+    """``answer`` itself; NotAttempted for the stub's ``...``, an AssertionError
+    for ``None`` (what a function without ``return`` gives)."""
+    if answer is ...:
+        raise NotAttempted
+    if answer is None:
+        raise AssertionError(f"{what} is None: nothing was returned ({FORGOT_RETURN})")
+    return answer
 
 
 TODO_CODE = "Replace `raise NotImplementedError` with your code"
@@ -115,6 +142,10 @@ def expect_close(
     actual: Tensor, expected: Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4
 ) -> None:
     expect_shape(actual, tuple(expected.shape), what)
+    if actual.is_complex():
+        raise AssertionError(
+            f"{what} should be real, got dtype {actual.dtype} (complex)"
+        )
     if torch.isnan(actual.float()).any() and not torch.isnan(expected.float()).any():
         raise AssertionError(f"{what} contains NaN")
     if not torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol):
@@ -155,22 +186,72 @@ def expect_values(result, n: int, what: str, where: str = "") -> tuple:
     )
 
 
-def as_number(answer, what: str) -> float:
-    """``answer`` as a finite float: a Python, NumPy or one-element tensor number.
+def as_real(value, what: str) -> float:
+    """``value`` as a finite float: a Python or NumPy number, or a one-element
+    tensor or array; an AssertionError naming ``what`` for anything else (a bool,
+    a string, a complex number, NaN, or a number past the float range)."""
+    if hasattr(value, "shape") and hasattr(value, "item"):  # a tensor or an array
+        if math.prod(value.shape) != 1:
+            raise AssertionError(
+                f"{what} should be a number (one number), got a "
+                f"{type(value).__name__} of shape {tuple(value.shape)}"
+            )
+        value = value.item()
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        raise AssertionError(
+            f"{what} should be a real number, got the complex number {value}"
+        )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AssertionError(f"{what} should be a number, got {type(value).__name__}")
+    try:
+        value = float(value)
+    except OverflowError:  # an int past 1.8e308
+        raise AssertionError(
+            f"{what} should be a finite number, got one too large for a float"
+        ) from None
+    if not math.isfinite(value):
+        raise AssertionError(f"{what} should be a finite number, got {value}")
+    return value
 
-    The stub's ``...`` (or ``None``) means "not attempted yet"; a bool, a string,
-    a list or NaN is reported by ``what``.
-    """
-    if answer is ... or answer is None:
-        raise NotAttempted
-    if isinstance(answer, Tensor) and answer.numel() == 1:
-        answer = answer.item()
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        raise AssertionError(f"{what} should be a number, got {type(answer).__name__}")
-    answer = float(answer)
-    if not math.isfinite(answer):
-        raise AssertionError(f"{what} should be a finite number, got {answer}")
-    return answer
+
+def as_number(answer, what: str) -> float:
+    """``answer`` as a finite float (:func:`as_real`); the stub's ``...`` means
+    "not attempted yet", ``None`` a forgotten ``return``."""
+    return as_real(attempted(answer, what), what)
+
+
+def as_numbers(values, what: str, n: int | None = None) -> list[float]:
+    """``values`` as a list of finite floats: a list, a tuple, or a 1-D tensor or
+    NumPy array, of ``n`` numbers if given."""
+    given = attempted(values, what)
+    values = as_list(given)
+    if values is None:
+        shape = getattr(given, "shape", None)
+        raise AssertionError(
+            f"{what} should be a list of numbers, got a {type(given).__name__}"
+            + (f" of shape {tuple(shape)}" if shape is not None else "")
+        )
+    if n is not None and len(values) != n:
+        raise AssertionError(f"{what} should hold {n} numbers, got {len(values)}")
+    return [as_real(v, f"{what}[{i}]") for i, v in enumerate(values)]
+
+
+def as_list(values) -> list | None:
+    """``values`` as a list if it is a list, a tuple, or a 1-D tensor or NumPy
+    array (their elements as Python numbers); None otherwise."""
+    if isinstance(values, list | tuple):
+        return list(values)
+    shape = getattr(values, "shape", None)
+    if shape is not None and hasattr(values, "tolist") and len(shape) == 1:
+        return values.tolist()
+    return None
+
+
+def shown_keys(table) -> str:
+    """The keys of ``table`` for a message, whatever their types (or its type)."""
+    if not isinstance(table, Mapping):
+        return type(table).__name__
+    return "[" + ", ".join(sorted(map(repr, table))) + "]"
 
 
 def expect_number(
@@ -178,7 +259,7 @@ def expect_number(
 ) -> None:
     """A numerical answer: ``expected`` within the relative tolerance ``rel``.
 
-    The stub's ``...`` (or ``None``) means "not attempted yet". ``also`` lists
+    The stub's ``...`` means "not attempted yet". ``also`` lists
     other values accepted as right (a formula's rounded value beside the measured
     one). ``wrong`` lists ``(value, explanation)`` pairs, the classic mistakes: an
     answer within ``rel`` of one of them (and not of a right value) is told what
@@ -197,16 +278,21 @@ def expect_number(
         if near(value):
             raise AssertionError(f"{what} is {shown}, not right: {why}")
     ratio = answer / expected if expected else math.inf
+    factor = f"{ratio:.3g}"
+    if float(factor) == 1.0 != ratio:  # 385 against 384: show 1.0026, not 1
+        digits = 4
+        while digits < 17 and float(f"{ratio:.{digits}g}") == 1.0:
+            digits += 1
+        factor = f"{ratio:.{digits + 1}g}"
     raise AssertionError(
-        f"{what} is {shown}, not right ({ratio:.3g} times the right value)"
+        f"{what} is {shown}, not right ({factor} times the right value)"
     )
 
 
 def expect_bool(answer, what: str) -> bool:
     """A yes-or-no answer: True or False (NumPy's and a one-element tensor's too);
-    the stub's ``...`` (or ``None``) means "not attempted yet"."""
-    if answer is ... or answer is None:
-        raise NotAttempted
+    the stub's ``...`` means "not attempted yet", ``None`` a forgotten ``return``."""
+    attempted(answer, what)
     if isinstance(answer, Tensor) and answer.numel() == 1:
         answer = answer.item()
     kind = type(answer)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 
 import torch
@@ -11,6 +10,7 @@ from torch import Tensor, nn
 
 from .. import recurrent
 from ._checking import (
+    as_real,
     call,
     checker,
     expect_close,
@@ -22,27 +22,6 @@ from ._checking import (
 )
 
 __all__ = ["check_rnn_step", "check_gradient_ratio", "check_spectral_radius"]
-
-
-def _number(result, what: str) -> float:
-    """Accept a Python or NumPy number, or a one-element tensor or array."""
-    if hasattr(result, "shape") and hasattr(result, "item"):  # a tensor or an array
-        if math.prod(result.shape) != 1:
-            raise AssertionError(
-                f"{what} should be one number, got a {type(result).__name__} of "
-                f"shape {tuple(result.shape)}"
-            )
-        result = result.item()
-    if isinstance(result, numbers.Complex) and not isinstance(result, numbers.Real):
-        raise AssertionError(
-            f"{what} should be a real number, got the complex number {result}"
-        )
-    if isinstance(result, bool) or not isinstance(result, numbers.Real):
-        raise AssertionError(f"{what} should be a number, got {type(result).__name__}")
-    result = float(result)
-    if not math.isfinite(result):
-        raise AssertionError(f"{what} is {result}, not a finite number")
-    return float(result)
 
 
 def _close(a: float, b: float, rel: float = 1e-4) -> bool:
@@ -138,7 +117,7 @@ def check_gradient_ratio(fn: Callable) -> None:
         got = call(fn, rnn, given)
         expect_unchanged(given, x, "x")
         expect_unchanged(rnn, weights, "the rnn (its weights or their dtype)")
-        got = _number(got, f"the ratio for radius {radius}")
+        got = as_real(got, f"the ratio for radius {radius}")
         if _close(got, 1.0 / expected):
             raise AssertionError(
                 "the ratio is upside down: divide the gradient norm at the farthest "
@@ -173,7 +152,7 @@ def check_spectral_radius(fn: Callable) -> None:
         (torch.tensor([[0.5, 10.0], [0.0, 0.5]]), 0.5, "a shear, with norm about 10"),
     )
     for w, expected, what in cases:
-        got = _number(_call_on_copy(fn, w), f"the spectral radius for {what}")
+        got = as_real(_call_on_copy(fn, w), f"the spectral radius for {what}")
         if _close(got, torch.linalg.matrix_norm(w, 2).item(), 1e-3) and not _close(
             got, expected, 1e-3
         ):
@@ -193,7 +172,7 @@ def check_spectral_radius(fn: Callable) -> None:
             )
     w = torch.randn(8, 8, generator=torch.Generator().manual_seed(14))
     expected = torch.linalg.eigvals(w).abs().max().item()
-    got = _number(_call_on_copy(fn, w), "the spectral radius of a random 8 x 8 matrix")
+    got = as_real(_call_on_copy(fn, w), "the spectral radius of a random 8 x 8 matrix")
     if any(
         _close(got, torch.linalg.eigvalsh(w, UPLO=t).abs().max().item(), 1e-4)
         for t in ("L", "U")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..positional import alibi_slopes, apply_rope
-from ._checking import call, checker, expect_shape, expect_unchanged
+from ._checking import as_numbers, call, checker, expect_shape, expect_unchanged
 
 __all__ = ["check_sinusoidal_table", "check_rope", "check_alibi_slopes"]
 
@@ -178,7 +178,7 @@ def check_alibi_slopes(fn: Callable) -> None:
         what = f"the slopes for n_heads={n}"
         slopes = call(fn, n)
         if isinstance(slopes, (list, tuple)):
-            slopes = torch.tensor(slopes, dtype=torch.float64)
+            slopes = torch.tensor(as_numbers(slopes, what), dtype=torch.float64)
         expect_shape(slopes, (n,), what)
         slopes = _as_float_tensor(slopes, what)
         expected = alibi_slopes(n)

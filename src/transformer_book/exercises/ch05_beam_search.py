@@ -10,6 +10,7 @@ one, check the rest.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -250,6 +251,12 @@ def _as_list(result, what: str) -> list[int]:
         result = result.flatten().tolist()
     if not isinstance(result, list | tuple):
         raise AssertionError(f"{what}: return a list of token ids, got {result!r}")
+    for t in result:  # ints, or floats that are whole numbers (a tensor's .tolist())
+        whole = isinstance(t, numbers.Real) and not isinstance(t, bool)
+        if not whole or not math.isfinite(t) or t != int(t):
+            raise AssertionError(
+                f"{what}: return a list of token ids (ints), got {result!r}"
+            )
     return [int(t) for t in result]
 
 
@@ -257,12 +264,7 @@ def _search(fn: Callable, model: _Model, beam_size: int, max_len: int) -> list[i
     """Run the reader's search; check what every answer must satisfy."""
     model.beam_size, model.max_len = beam_size, max_len
     what = f"beam_size={beam_size}, max_len={max_len}"
-    result = call(fn, model, BOS, EOS, beam_size, max_len)
-    if result is None:
-        raise AssertionError(
-            f"{what}: your search returned None; return a list of token ids (when "
-            "no sentence finished within max_len, the best live prefix)"
-        )
+    result = call(fn, model, BOS, EOS, beam_size, max_len)  # None: no `return`
     got = _as_list(result, what)
     if got[:1] != [BOS]:
         raise AssertionError(f"the sequence should start with bos_id={BOS}, got {got}")

@@ -14,6 +14,7 @@ from torch import Tensor
 from ..attention import causal_mask
 from ..blocks import DecoderBlock
 from ._checking import (
+    as_real,
     call,
     checker,
     expect_close,
@@ -40,17 +41,11 @@ def check_noam_lr(fn: Callable) -> None:
     """``fn(step, d_model, warmup)`` is the paper's learning rate at ``step`` >= 1."""
     for d_model, warmup in ((512, 4000), (64, 10)):
         for step in (1, 2, warmup // 2, warmup, warmup + 1, 3 * warmup, 50 * warmup):
-            got = call(fn, step, d_model, warmup)
-            try:
-                got = float(got)
-            except (TypeError, ValueError):
-                raise AssertionError(
-                    f"return a number, got {type(got).__name__}"
-                ) from None
+            where = f"step={step}, d_model={d_model}, warmup={warmup}"
+            got = as_real(call(fn, step, d_model, warmup), f"the rate at {where}")
             expected = _noam(step, d_model, warmup)
             if math.isclose(got, expected, rel_tol=1e-6):
                 continue
-            where = f"step={step}, d_model={d_model}, warmup={warmup}"
             if math.isclose(got, _noam(step + 1, d_model, warmup)):
                 raise AssertionError(
                     f"at {where} you return the rate of step {step + 1}: the paper's "

@@ -10,14 +10,15 @@ read off the weights predicts it, which must follow from that drift.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
 
 from ._checking import (
-    NotAttempted,
+    as_list,
     as_number,
+    attempted,
     call,
     checker,
     expect_bool,
@@ -197,14 +198,7 @@ def _measured() -> dict[str, Tensor]:
 
 
 def _as_drift(drift, n_heads: int) -> Tensor:
-    if drift is ... or drift is None:
-        raise NotAttempted
-    if isinstance(drift, Tensor):
-        values = drift.detach().flatten().tolist() if drift.dim() <= 1 else None
-    elif isinstance(drift, Sequence) and not isinstance(drift, str):
-        values = list(drift)
-    else:
-        values = None
+    values = as_list(attempted(drift, "drift"))
     if values is None or len(values) != n_heads:
         raise AssertionError(
             f"drift should hold one number per head of layer {LAYER}: {n_heads} "
@@ -225,8 +219,7 @@ def check_head_drift(drift, weight_predicts, norm_predicts) -> None:
     reader's drift of at least 0.5, significant at 5% for 12 heads."""
     from ..decision import rank_correlation
 
-    if drift is ... or drift is None:
-        raise NotAttempted
+    attempted(drift, "drift")
     rerun = _measured()
     yours = _as_drift(drift, len(rerun["drift"]))
     agreement = rank_correlation(yours, rerun["drift"])

@@ -19,6 +19,7 @@ from torch import Tensor
 from .. import decision
 from ..experiments import scaling
 from ._checking import (
+    as_real,
     call,
     checker,
     expect_shape,
@@ -174,12 +175,7 @@ def _power_law_cases() -> list[tuple[str, Tensor, Tensor]]:
 
 def _as_pair(got, where: str) -> tuple[float, float]:
     a, b = expect_values(got, 2, "the two numbers (a, b)", where)
-    try:
-        return float(a), float(b)
-    except (TypeError, ValueError):
-        raise AssertionError(
-            f"for {where}, a and b must be numbers (floats or 0-d tensors)"
-        ) from None
+    return as_real(a, f"for {where}, a"), as_real(b, f"for {where}, b")
 
 
 def _close(u: float, v: float) -> bool:
