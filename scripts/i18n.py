@@ -406,9 +406,10 @@ def _widget_values(nb) -> list[dict]:
 
 
 def figure_alts(nb) -> list[str]:
-    """The text alternatives of a notebook's figures, each once, in order: those of
-    its image outputs (``plot.show``), then those of its widgets' views
-    (``plot.figure_view``). Empty ones (decorative figures) are left out."""
+    """The text alternatives of a notebook's figures, each once: those of its image
+    outputs (``plot.show``) in order, then those of its widgets' views
+    (``plot.figure_view``) sorted, since the stored widgets' order follows their
+    random ids. Empty ones (decorative figures) are left out."""
     import html
 
     found: dict[str, None] = {}
@@ -417,10 +418,13 @@ def figure_alts(nb) -> list[str]:
             alt = output.get("metadata", {}).get("image/png", {}).get("alt")
             if alt:
                 found.setdefault(alt, None)
+    views = set()  # the widgets' models are stored by random id: sort their views
     for state in _widget_values(nb):
         for match in _IMG_ALT.finditer(state["value"]):
             if match.group(2):
-                found.setdefault(html.unescape(match.group(2)), None)
+                views.add(html.unescape(match.group(2)))
+    for alt in sorted(views):
+        found.setdefault(alt, None)
     return list(found)
 
 

@@ -2,12 +2,14 @@
 (gloo) equals one step of one process on the whole batch; the single-process step
 against the SGD formula; the mean of shard means (Hypothesis); bad input.
 
-Only one test spawns processes (a few seconds: each imports torch); the rest run here.
+Two tests start processes (forked on Linux, in milliseconds; spawned elsewhere, a few
+seconds each); the rest run here.
 """
 
 import functools
 import multiprocessing
 import sys
+import time
 
 import pytest
 import torch
@@ -65,10 +67,33 @@ def test_two_processes_take_the_step_of_one_on_the_whole_batch():
     assert (ddp.grads["token.weight"] - own).abs().max() > 1e-4
 
 
+def slow_tiny_gpt():
+    """A model that takes 30 s to build: its processes outlive any short timeout."""
+    time.sleep(30)
+    return tiny_gpt()
+
+
 def test_processes_that_run_past_the_timeout_are_ended():
+    start = time.monotonic()
     with pytest.raises(TimeoutError, match=r"within timeout=0.5 s"):
-        ddp_step(batch=BATCH, timeout=0.5)  # starting Python alone takes longer
+        ddp_step(model_fn=slow_tiny_gpt, batch=BATCH, timeout=0.5)
+    assert time.monotonic() - start < 20  # ended, not waited for
     assert multiprocessing.active_children() == []
+
+
+def test_on_linux_the_processes_are_forked_elsewhere_spawned(monkeypatch):
+    import transformer_book.distributed as distributed
+
+    methods = []
+    start_processes = distributed.mp.start_processes
+
+    def recording(*args, **kwargs):
+        methods.append(kwargs["start_method"])
+        return start_processes(*args, **kwargs)
+
+    monkeypatch.setattr(distributed.mp, "start_processes", recording)
+    ddp_step(batch=BATCH)
+    assert methods == ["fork" if sys.platform.startswith("linux") else "spawn"]
 
 
 def test_single_process_step_is_the_sgd_formula():

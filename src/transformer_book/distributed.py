@@ -15,10 +15,12 @@ processes equals one step of one process on the whole batch, up to rounding.
 ``ddp_step`` runs it with the gloo backend (CPU tensors) on processes of this
 machine; ``single_process_step`` runs the same step, the same code, in one.
 
-The processes are started with the "spawn" method: each starts a fresh Python that
-imports this package, so the model and the loss must be functions of a module
-(this package's, or a ``.py`` file's), not of a notebook, e.g.
-``functools.partial(GPT, GPTConfig(vocab_size=50, max_len=16))``. A script must
+On Linux the processes are forked: each is a copy of this process, imported torch
+included, and starts in milliseconds. Elsewhere (macOS, Windows) they are spawned:
+each starts a fresh Python that imports this package, which takes seconds. So that
+the same call works everywhere, the model and the loss must be functions of a
+module (this package's, or a ``.py`` file's), not of a notebook, e.g.
+``functools.partial(GPT, GPTConfig(vocab_size=50, max_len=16))``, and a script must
 call ``ddp_step`` under ``if __name__ == "__main__":``, since spawn runs the
 script's top level again in every process; a notebook needs nothing.
 
@@ -45,6 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from ._parallel import can_fork
 from ._validate import check_int, check_real, check_tensor
 from .models import GPT, GPTConfig
 
@@ -145,7 +148,7 @@ def ddp_step(
     weights, the global loss (the mean of the shard losses) and how far the
     processes' weights differ (0.0: they stay identical). The rendezvous is a free
     port of 127.0.0.1; a process that fails raises its error here, and one that
-    hangs is ended after ``timeout`` seconds (spawning takes a few).
+    hangs is ended after ``timeout`` seconds (spawning, off Linux, takes a few).
 
     Shapes: batch (B, ...), B divisible by world_size; each process gets (B/N, ...)
     """
@@ -160,11 +163,11 @@ def ddp_step(
             args=(*args, timeout, out_dir),
             nprocs=world_size,
             join=False,
-            start_method="spawn",
+            start_method="fork" if can_fork("cpu") else "spawn",
         )
         deadline = time.monotonic() + timeout
         try:  # join raises the first failed process's error, with its traceback
-            while not context.join(timeout=1.0):
+            while not context.join(timeout=0.05):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"ddp_step: the {world_size} processes did not finish within "
@@ -195,7 +198,7 @@ def ddp_step(
 
 
 def _ddp_worker(rank: int, world_size: int, port: int, *job) -> None:
-    """One process of ``ddp_step`` (top-level, so that spawn can import it)."""
+    """One process of ``ddp_step`` (top-level, so that a spawned one can import it)."""
     model_fn, loss_fn, batch, lr, seed, dtype, timeout, out_dir = job
     torch.set_num_threads(1)  # N processes share the CPU's cores
     loopback = _loopback_interface()
@@ -278,7 +281,8 @@ def _check_token_batch(batch: object) -> None:
 
 
 def _check_importable(name: str, fn: object) -> None:
-    """A spawned process receives ``fn`` by name: it must be importable there."""
+    """A spawned process (off Linux) receives ``fn`` by name: it must be importable
+    there, and is held to it everywhere, so that a call works on every system."""
     try:
         payload = pickle.dumps(fn)
     except (pickle.PicklingError, TypeError, AttributeError) as err:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._parallel import map_runs
 from ..attention import MultiHeadAttention
 from ..data import lookup_task, recall_task
 from ..device import set_seed
@@ -130,20 +131,24 @@ def run_kv_sharing(
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if not kv_heads:
         raise ValueError("kv_heads must name at least one key/value head count")
-    tok = get_tokenizer()
     windows = prose_windows(seed, steps, 16)  # steps x (16, T): shared by all
-    results = {}
-    for n_kv in kv_heads:
-        cfg = GPTConfig(tok.vocab_size, BLOCK_LEN, n_kv_heads=n_kv, **SIZES)
-        model, _ = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
-        ppl, unigram = heldout_perplexity(model, tok)
-        results[n_kv] = {
-            "ppl": ppl,
-            "unigram_ppl": unigram,
-            "cache_bytes": kv_cache_bytes(cfg, 1),
-            "params": sum(p.numel() for p in model.parameters()),
-        }
-    return results
+    # the models share nothing but the windows: on a CPU they train side by side
+    jobs = [(n_kv, windows, seed, device) for n_kv in kv_heads]
+    return dict(zip(kv_heads, map_runs(_kv_run, jobs, device), strict=True))
+
+
+def _kv_run(n_kv: int, windows: list[Tensor], seed: int, device) -> dict[str, float]:
+    """One model of ``run_kv_sharing``: trained, then measured."""
+    tok = get_tokenizer()
+    cfg = GPTConfig(tok.vocab_size, BLOCK_LEN, n_kv_heads=n_kv, **SIZES)
+    model, _ = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
+    ppl, unigram = heldout_perplexity(model, tok)
+    return {
+        "ppl": ppl,
+        "unigram_ppl": unigram,
+        "cache_bytes": kv_cache_bytes(cfg, 1),
+        "params": sum(p.numel() for p in model.parameters()),
+    }
 
 
 def _check_seed(seed) -> None:
@@ -301,14 +306,23 @@ def _run_readers(make, draw, gen, test_seed, steps, n_test, kinds, seed, device)
     """Train one ``make(kind)`` per kind on the same batches; held-out accuracies."""
     batches = [draw(64, gen) for _ in range(steps)]
     inputs, target = draw(n_test, torch.Generator().manual_seed(test_seed))
-    results = {}
-    for kind in kinds:
-        set_seed(seed)
-        model = make(kind)
-        train(
-            model, batches.__getitem__, F.cross_entropy, steps, lr=3e-3, device=device
-        )
-        model.eval()
-        with torch.no_grad():
-            results[kind] = accuracy(model(*inputs), target)
-    return results
+    # one model per kind, sharing only the batches: on a CPU they train side by side
+    jobs = [(make, kind, batches, inputs, target, seed, device) for kind in kinds]
+    return dict(zip(kinds, map_runs(_reader_run, jobs, device), strict=True))
+
+
+def _reader_run(make, kind, batches, inputs, target, seed, device) -> float:
+    """One model of ``_run_readers``: trained, then its held-out accuracy."""
+    set_seed(seed)
+    model = make(kind)
+    train(
+        model,
+        batches.__getitem__,
+        F.cross_entropy,
+        len(batches),
+        lr=3e-3,
+        device=device,
+    )
+    model.eval()
+    with torch.no_grad():
+        return accuracy(model(*inputs), target)
