@@ -18,6 +18,18 @@ def one_thread_for_seeds(request):
     if request.node.get_closest_marker("seeds") is None:
         yield
         return
+    yield from _on_one_thread()
+
+
+@pytest.fixture
+def one_thread():
+    """One thread for a test, then the count restored: for tiny models, whose second
+    thread only waits, and for what must run from a one-thread caller (a module
+    uses it with ``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    yield from _on_one_thread()
+
+
+def _on_one_thread():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -22,14 +22,7 @@ from transformer_book.recurrent import (
     spectral_radius,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: a second thread only adds waiting on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def right(section: str, index: int = 0) -> str:

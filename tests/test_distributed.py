@@ -36,13 +36,7 @@ SMALL_GPT = functools.partial(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The models are tiny: a second thread only waits (ddp_step's processes too)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_two_processes_take_the_step_of_one_on_the_whole_batch():

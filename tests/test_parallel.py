@@ -30,13 +30,7 @@ def fails_on_two(seed: int) -> int:
     return seed
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Runs go side by side only from a caller on one thread (Chapter 7's)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_side_by_side_equals_one_after_another(monkeypatch):
