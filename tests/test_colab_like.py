@@ -123,6 +123,14 @@ def build_clean_python(tmp: Path) -> Path:
         text=True,
     ).stdout.strip()
     shutil.copy(NO_STDERR, site)  # the plugin, importable as -p nbval_no_stderr
+    if os.environ.get("COLAB_ENV_FREEZE"):  # the weekly watch reads what pip pulled
+        freeze = subprocess.run(
+            [str(python), "-m", "pip", "freeze", "--all"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        Path(os.environ["COLAB_ENV_FREEZE"]).write_text(freeze)
     return python
 
 

@@ -9,7 +9,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from colab_pins import PINS, find_python, read_freeze, refresh  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+from colab_pins import (  # noqa: E402
+    PINS,
+    changes,
+    find_python,
+    main,
+    read_freeze,
+    refresh,
+    source,
+)
+
+SAMPLE = ROOT / "tests" / "colab" / "sample-pip-freeze.txt"
+WATCH = ROOT / ".github" / "workflows" / "colab-watch.yml"
 
 # Lines as googlecolab/backend-info's pip-freeze.txt writes them
 FREEZE = """\
@@ -64,6 +77,87 @@ def test_the_pins_are_colabs_of_august_2026():
         "0.22.2",
         "1.6.1",
     )
+
+
+def test_a_saved_freeze_moves_drops_adds_and_strips_tags():
+    """The sample moves numpy and matplotlib, drops scikit-learn, lists a package
+    the pins lack (rich), and tags torch +cpu and torchvision +cu128."""
+    pins = PINS.read_text()
+    text, missing = refresh(
+        pins,
+        SAMPLE.read_text(),
+        installed=["rich", "Fire"],
+        commit="0123456789abcdef0",
+        date="2026-12-01",
+    )
+    new, old = read_freeze(text), read_freeze(pins)
+    assert (new["numpy"], new["matplotlib"], new["torch"]) == (
+        "2.2.6",
+        "3.10.3",
+        "2.12.0",
+    )
+    assert "scikit-learn" in missing and new["scikit-learn"] == old["scikit-learn"]
+    assert new["rich"] == "14.1.0", "pulled in and on Colab's list: added"
+    assert "fire" not in new, "pulled in but not on Colab's list: left to pip"
+    assert "torchvision" not in new, "on Colab's list but not pulled in: not added"
+    assert "+" not in "".join(line for line in text.splitlines() if "==" in line)
+    assert source(text) == ("0123456789ab", "2026-12-01")
+    assert text.count("\n") == pins.count("\n") + 2  # the added line and its comment
+    summary = changes(pins, text)
+    assert "a72407924822 of 2026-08-19 → 0123456789ab of 2026-12-01" in summary
+    assert "| numpy | 2.1.3 | 2.2.6 |" in summary
+    assert "| rich |  | 14.1.0 |" in summary
+    assert "ipywidgets" not in summary, "unchanged pins are not listed"
+    assert changes(pins, pins).endswith("No pin changed.\n")
+
+
+def test_refresh_refuses_a_bad_commit_or_date_and_pins_without_a_source():
+    pins, freeze = PINS.read_text(), SAMPLE.read_text()
+    for commit, date in [
+        ("xyz", "2026-12-01"),
+        ("0123abc", "1 Dec"),
+        ("0123abc", None),
+    ]:
+        with pytest.raises(ValueError, match="commit|date"):
+            refresh(pins, freeze, commit=commit, date=date)
+    with pytest.raises(ValueError, match="Source"):
+        refresh("numpy==1\n", freeze, commit="0123abc", date="2026-12-01")
+
+
+def test_the_command_rewrites_the_pins_and_writes_the_summary(tmp_path, monkeypatch):
+    pins = tmp_path / "requirements.txt"
+    pins.write_text(PINS.read_text())
+    monkeypatch.setattr("colab_pins.PINS", pins)
+    monkeypatch.setattr("colab_pins.ROOT", tmp_path)
+    summary = tmp_path / "changes.md"
+    args = [str(SAMPLE), "--commit", "abcdef1", "--date", "2026-12-01"]
+    assert main([*args, "--summary", str(summary)]) == 0
+    assert read_freeze(pins.read_text())["numpy"] == "2.2.6"
+    assert "No longer on Colab's list: scikit-learn" in summary.read_text()
+    with pytest.raises(SystemExit):
+        main([str(SAMPLE), "--commit", "abcdef1"])  # a commit without its date
+
+
+def test_the_weekly_watch_fetches_refreshes_runs_and_reports():
+    workflow = yaml.safe_load(WATCH.read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert triggers["schedule"][0]["cron"].split()[2:] == ["*", "*", "1"], "weekly"
+    assert "workflow_dispatch" in triggers
+    steps = workflow["jobs"]["watch"]["steps"]
+    runs = "\n".join(step.get("run", "") for step in steps)
+    assert "googlecolab/backend-info/main/pip-freeze.txt" in runs
+    assert "scripts/colab_pins.py" in runs and "--summary" in runs
+    assert "make colab" in runs and "COLAB_ENV_FREEZE" in str(steps)
+    colab = next(step for step in steps if "make colab" in step.get("run", ""))
+    assert colab["continue-on-error"] is True
+    pull = next(s for s in steps if "create-pull-request" in s.get("uses", ""))
+    assert "success" in pull["if"] and pull["with"]["add-paths"] == (
+        "tests/colab/requirements.txt"
+    )
+    issue = next(s for s in steps if "gh issue create" in s.get("run", ""))
+    assert "failure" in issue["if"] and "changes.md" in issue["run"]
+    assert steps[-1]["if"] == "steps.colab.outcome == 'failure'"
+    assert steps[-1]["run"] == "exit 1", "a broken chapter fails the job"
 
 
 def fake_python(folder: Path, version: str) -> Path:
