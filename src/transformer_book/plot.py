@@ -17,6 +17,7 @@ import torch
 from matplotlib import cycler, font_manager
 
 from ._validate import check_real
+from .figure_text import META_KEY, VIEWS_KEY, keep_texts, zh_rendering
 
 __all__ = [
     "use_book_style",
@@ -184,6 +185,9 @@ def attention_heatmap(
     ax.set_yticks(
         range(n_q), list(query_tokens) if query_tokens is not None else range(n_q)
     )
+    # The tokens are the reader's data: the zh-TW figure keeps them
+    keep_texts(*([ax.xaxis] if key_tokens is not None else []))
+    keep_texts(*([ax.yaxis] if query_tokens is not None else []))
     ax.tick_params(axis="x", labelrotation=90 if n_k > 8 else 0)
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
@@ -322,11 +326,7 @@ def linked_stack(control, children: Sequence):
     swaps the shown child (Colab always has a kernel). Returns the ``VBox`` holding
     the control and the views; it carries the CSS class ``LINKED_CLASS``.
     """
-    import ipywidgets as widgets
-
-    box = widgets.VBox([control, _switch(control, list(children))])
-    box.add_class(LINKED_CLASS)
-    return box
+    return _linked_box([control, _switch(control, list(children))])
 
 
 def linked_views(controls: Sequence, render: Callable):
@@ -340,8 +340,6 @@ def linked_views(controls: Sequence, render: Callable):
     it small (each figure weighs its PNG in the page). Returns the ``VBox`` of the
     controls and the views.
     """
-    import ipywidgets as widgets
-
     controls = list(controls)
     if not controls:
         raise ValueError("controls must hold at least one control")
@@ -359,9 +357,7 @@ def linked_views(controls: Sequence, render: Callable):
             [nest(level + 1, (*chosen, v)) for v in _option_values(control)],
         )
 
-    box = widgets.VBox([*controls, nest(0, ())])
-    box.add_class(LINKED_CLASS)
-    return box
+    return _linked_box([*controls, nest(0, ())])
 
 
 def _check_alt(alt) -> str:
@@ -381,12 +377,27 @@ def show(fig, alt: str) -> None:
     An empty ``alt`` marks a decorative figure. The PNG is IPython's, as for
     ``plt.show()``; the text travels in the output's metadata (``image/png``:
     ``alt``), where the HTML book's build (``book/_ext``) puts it on the ``<img>``.
+    Where the zh-TW edition is built, the metadata also carries the figure rendered
+    with its texts in Chinese (``figure_text.zh_rendering``).
     """
+    from IPython import get_ipython
     from IPython.display import display
 
     if not isinstance(fig, mpl.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    display(fig, metadata={"image/png": {"alt": _check_alt(alt)}})
+    metadata = {"image/png": {"alt": _check_alt(alt)}}
+    shell = get_ipython()
+    if shell is None:  # plain Python: IPython prints the figure's repr
+        display(fig, metadata=metadata)
+        plt.close(fig)
+        return
+    formatter = shell.display_formatter
+    data, _ = formatter.format(fig)  # the English bundle, as display(fig) makes it
+    if "image/png" in data:
+        zh = zh_rendering(fig, formatter.formatters["image/png"])
+        if zh is not None:
+            metadata[META_KEY] = zh
+    display(data, raw=True, metadata=metadata)
     plt.close(fig)
 
 
@@ -400,31 +411,72 @@ def figure_view(fig, alt: str, dpi: int = 90):
     difference on the book's figures). ``alt`` says what this view shows (see
     ``show``); an HTML widget carries it, since ``ipywidgets.Image`` has no ``alt``.
     """
-    import base64
     import html
-    import io
 
     import ipywidgets as widgets
-    from PIL import Image
 
     if not isinstance(fig, mpl.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     _check_alt(alt)
     if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
         raise ValueError(f"dpi must be a positive integer, got {dpi!r}")
+    view = widgets.HTML(
+        value=f'<img src="data:image/png;base64,{_view_data(fig, dpi)}"'
+        f' alt="{html.escape(alt)}" style="max-width:100%;height:auto">'
+    )
+    zh = zh_rendering(fig, lambda f: _view_data(f, dpi))
+    if zh is not None:
+        _ZH_VIEWS[view.model_id] = zh
+    plt.close(fig)
+    return view
+
+
+# The zh-TW renderings of figure views, by the view's widget model id, until the
+# linked box that holds the view is displayed (``_LinkedBox`` puts them in the
+# output's metadata: the English page's widget state stays as light as it was)
+_ZH_VIEWS: dict[str, dict] = {}
+
+
+def _view_data(fig, dpi: int) -> str:
+    """The figure as a light PNG (a palette of 128 colours), base64-encoded."""
+    import base64
+    import io
+
+    from PIL import Image
+
     buffer = io.BytesIO()
     # A tight box: the axis labels of a figure made without tight_layout are kept
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05)
-    plt.close(fig)
     image = Image.open(buffer).convert("RGB")
     palette = image.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
     buffer = io.BytesIO()
     palette.save(buffer, format="png", optimize=True)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return widgets.HTML(
-        value=f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"'
-        f' style="max-width:100%;height:auto">'
-    )
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _linked_box(children):
+    """A ``VBox`` whose display carries the zh-TW renderings of its figure views in
+    the output's metadata (``VIEWS_KEY``: model id -> rendering)."""
+    import ipywidgets as widgets
+
+    class LinkedBox(widgets.VBox):
+        def _repr_mimebundle_(self, **kwargs):
+            data = super()._repr_mimebundle_(**kwargs)
+            found = {}
+            stack = [self]
+            while stack:
+                widget = stack.pop()
+                if widget.model_id in _ZH_VIEWS:
+                    found[widget.model_id] = _ZH_VIEWS[widget.model_id]
+                stack.extend(getattr(widget, "children", ()))
+            if not found or data is None:
+                return data
+            return data, {VIEWS_KEY: dict(sorted(found.items()))}
+
+    LinkedBox.__name__ = LinkedBox.__qualname__ = "VBox"  # its repr stays "VBox(...)"
+    box = LinkedBox(children)
+    box.add_class(LINKED_CLASS)
+    return box
 
 
 def _view_png(view) -> bytes:

@@ -1,0 +1,257 @@
+"""The zh-TW rendering of a finished figure: the same data, numbers and layout, its
+words from the figure catalogue (``locale/zh_TW/LC_MESSAGES/figures.po``).
+
+``plot.show`` and ``plot.figure_view`` call :func:`zh_rendering` when a chapter is
+executed: every Text artist of the figure (titles, axis and colorbar labels, legend
+texts, annotations, ``text()``, categorical tick labels) takes its translation, the
+figure is rendered with a Traditional Chinese font (Noto Sans CJK TC, Debian's
+``fonts-noto-cjk``), and the English texts are put back exactly. The PNG travels in
+the English notebook's output metadata (:data:`META_KEY`), with the translations it
+used and the strings the catalogue lacks; ``scripts/i18n.py generate`` puts it in
+the zh-TW notebook, ``scripts/i18n.py extract`` adds the lacking strings to the
+catalogue with an empty msgstr.
+
+Nothing happens (the English figure alone) where the catalogue, ``polib`` or the
+TC font is missing (a reader's machine, Colab), or when
+``TRANSFORMER_BOOK_FIGURES_ZH=0``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import matplotlib as mpl
+from matplotlib import font_manager, ticker
+from matplotlib.text import Text
+
+__all__ = [
+    "META_KEY",
+    "VIEWS_KEY",
+    "TC_FONT",
+    "figure_catalogue",
+    "is_translatable",
+    "keep_texts",
+    "swapped_texts",
+    "tc_font_path",
+    "zh_rendering",
+]
+
+META_KEY = "figure_zh"  # output metadata of a ``show``: the zh-TW rendering
+VIEWS_KEY = "figure_zh_views"  # output metadata of linked views: model id -> rendering
+TC_FONT = "Noto Sans CJK TC"
+FIGURES_PO = (
+    Path(__file__).resolve().parents[2]
+    / "locale"
+    / "zh_TW"
+    / "LC_MESSAGES"
+    / "figures.po"
+)
+# Where Debian's fonts-noto-cjk puts the collection (one face per region; matplotlib
+# >= 3.10 registers every face of a .ttc)
+_TC_CANDIDATES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+)
+_DATA = "_tb_data_texts"  # attribute marking an axis / artist whose texts are data
+
+_MATH = re.compile(r"\$[^$]*\$")
+_LATIN = re.compile(r"[A-Za-z]")
+# Model names and identifiers stay: "LSTM", "T5", "GPT-2", "ViT", "d_model"
+_NAME = re.compile(
+    r"(?:[A-Za-z0-9.+\-/]*[A-Z0-9][A-Za-z0-9.+\-/]*[A-Z0-9][\w.+\-/]*|\w*_\w*)"
+)
+
+
+def is_translatable(text: str) -> bool:
+    """Whether a figure string has words to translate: Latin letters outside
+    math, and not only a model name or identifier. Numbers, Chinese tokens and
+    "LSTM" or "d_model" stay as they are."""
+    if not isinstance(text, str):
+        return False
+    plain = _MATH.sub("", text).strip()
+    if not _LATIN.search(plain):
+        return False
+    return _NAME.fullmatch(plain) is None
+
+
+def keep_texts(*objects) -> None:
+    """Mark texts as the reader's data, never translated: an Axis (its tick labels,
+    e.g. the tokens of a heatmap), an Axes (both its axes' tick labels) or a Text."""
+    for obj in objects:
+        if isinstance(obj, mpl.axes.Axes):
+            keep_texts(obj.xaxis, obj.yaxis)
+        else:
+            setattr(obj, _DATA, True)
+
+
+def tc_font_path() -> str | None:
+    """The file of the Traditional Chinese font, registered with matplotlib, or None
+    where it is not installed."""
+    override = os.environ.get("TRANSFORMER_BOOK_TC_FONT")
+    for path in ([override] if override else []) + list(_TC_CANDIDATES):
+        if path and Path(path).exists():
+            names = {f.name for f in font_manager.fontManager.ttflist}
+            if TC_FONT not in names:
+                font_manager.fontManager.addfont(path)
+            return path
+    if TC_FONT in {f.name for f in font_manager.fontManager.ttflist}:
+        return font_manager.findfont(TC_FONT)
+    return None
+
+
+_CATALOGUE: dict[str, object] = {}
+
+
+def figure_catalogue(path: Path | None = None) -> dict[str, str] | None:
+    """msgid -> msgstr of the figure catalogue's translated, non-fuzzy entries
+    (re-read when the file changes), or None without the file or ``polib``."""
+    path = Path(path or os.environ.get("TRANSFORMER_BOOK_FIGURES_PO") or FIGURES_PO)
+    try:
+        import polib
+
+        stamp = path.stat().st_mtime_ns
+    except (ImportError, OSError):
+        return None
+    key = str(path)
+    cached = _CATALOGUE.get(key)
+    if cached is None or cached[0] != stamp:
+        entries = polib.pofile(str(path), wrapwidth=0)
+        table = {
+            e.msgid: e.msgstr
+            for e in entries
+            if not e.obsolete and e.msgstr and "fuzzy" not in e.flags
+        }
+        _CATALOGUE[key] = cached = (stamp, table)
+    return cached[1]
+
+
+def _is_data(text: Text) -> bool:
+    return bool(getattr(text, _DATA, False))
+
+
+def _axes_of(fig) -> list:
+    return list(fig.get_axes())
+
+
+def _fixed_formatters(fig):
+    """The formatter of every categorical tick labelling of the figure."""
+    for ax in _axes_of(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            if getattr(axis, _DATA, False):
+                continue
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(formatter, ticker.FixedFormatter):
+                    yield formatter
+
+
+def _tick_label_ids(fig, data_only: bool) -> set[int]:
+    """ids of the tick label Texts of the figure (of data axes only, or of all)."""
+    found = set()
+    for ax in _axes_of(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            if data_only and not getattr(axis, _DATA, False):
+                continue
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                found.update({id(tick.label1), id(tick.label2)})
+    return found
+
+
+class swapped_texts:
+    """A context: the figure's texts in their translation (``catalogue``), each
+    Text's font family with ``font`` in place of any CJK face, then everything put
+    back as it was. ``used`` (English -> translation) and ``missing`` (strings the
+    catalogue lacks) say what happened."""
+
+    def __init__(self, fig, catalogue: Mapping[str, str], font: str = TC_FONT):
+        self.fig, self.catalogue, self.font = fig, catalogue, font
+        self.used: dict[str, str] = {}
+        self.missing: list[str] = []
+        self._undo: list[Callable[[], None]] = []
+        self._rc = None
+
+    def _translate(self, text: str) -> str:
+        if not is_translatable(text):
+            return text
+        if text in self.catalogue:
+            self.used[text] = self.catalogue[text]
+            return self.catalogue[text]
+        if text not in self.missing:
+            self.missing.append(text)
+        return text
+
+    def _family(self, family: list[str]) -> list[str]:
+        new = [self.font if "CJK" in f else f for f in family]
+        return new if self.font in new else [*new, self.font]
+
+    def __enter__(self):
+        fig = self.fig
+        for formatter in _fixed_formatters(fig):
+            old = list(formatter.seq)
+            formatter.seq = [self._translate(str(s)) for s in old]
+            self._undo.append(lambda f=formatter, o=old: setattr(f, "seq", o))
+        data_ticks = _tick_label_ids(fig, data_only=True)
+        all_ticks = _tick_label_ids(fig, data_only=False)
+        for text in fig.findobj(Text):
+            old_text, props = text.get_text(), text.get_fontproperties()
+            old_family = list(props.get_family())
+            props.set_family(self._family(old_family))
+            self._undo.append(lambda p=props, o=old_family: p.set_family(o))
+            # A tick label's text comes from its formatter at draw time
+            if id(text) in all_ticks or id(text) in data_ticks or _is_data(text):
+                continue
+            new = self._translate(old_text)
+            if new != old_text:
+                text.set_text(new)
+                self._undo.append(lambda t=text, o=old_text: t.set_text(o))
+        family = self._family(list(mpl.rcParams["font.family"]))
+        self._rc = mpl.rc_context({"font.family": family, "font.sans-serif": family})
+        self._rc.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._rc.__exit__(*exc)
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+
+def _record_missing(strings: list[str]) -> None:
+    """Append strings the catalogue lacks to $TRANSFORMER_BOOK_FIGURE_STRINGS (a
+    list a maintainer can feed to the catalogue), when that variable is set."""
+    target = os.environ.get("TRANSFORMER_BOOK_FIGURE_STRINGS")
+    if target and strings:
+        with open(target, "a", encoding="utf-8") as out:
+            for s in strings:
+                out.write(s.replace("\\", "\\\\").replace("\n", "\\n") + "\n")
+
+
+def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
+    """The zh-TW rendering of ``fig`` as the metadata :data:`META_KEY` holds:
+    ``{"image/png": render(fig) with translated texts, "texts": {English:
+    translation used}, "missing": [strings figures.po lacks]}``; without
+    ``image/png`` when no string was translated. None where the zh-TW rendering is
+    off (no catalogue, no TC font, or TRANSFORMER_BOOK_FIGURES_ZH=0). The figure is
+    left exactly as it was."""
+    if os.environ.get("TRANSFORMER_BOOK_FIGURES_ZH", "1") == "0":
+        return None
+    catalogue = figure_catalogue()
+    if catalogue is None or tc_font_path() is None:
+        return None
+    probe = swapped_texts(fig, catalogue)
+    with probe:
+        if probe.used:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                image = render(fig)
+            for w in caught:  # a missing glyph is a finding, not noise
+                if "missing from font" in str(w.message):
+                    probe.missing.append(f"(missing glyph) {w.message}")
+    record: dict = {"texts": dict(sorted(probe.used.items())), "missing": probe.missing}
+    if probe.used:
+        record["image/png"] = image
+    _record_missing([m for m in probe.missing if not m.startswith("(missing glyph)")])
+    return record
