@@ -13,7 +13,8 @@ marked fuzzy, with the old English beside it (``#| msgid``), as ``msgmerge`` doe
 unit that is gone becomes obsolete. A translation is checked against its unit by
 :func:`invariant_problems`: the same numbers, inline math, inline code, link targets,
 roles, HTML tags and Markdown structure, so that a translation cannot change a figure
-the prose quotes or break a formula.
+the prose quotes or break a formula. A number with a magnitude is compared by value:
+"67 million" may become "6,700 萬", "4.4 billion" "44 億" (:func:`numbers`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,6 +138,92 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)((?:[^$\n]|\n(?!\s*\n))+?)(?<!\\)\
 _LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"<[^<>]+>")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A magnitude after a number: the number is compared by value, so that the zh-TW
+# "約 6,700 萬次" keeps the English "67 million" and "44 億" keeps "4.4 billion". The
+# Latin suffixes are the book's own ("22.6M parameters", "65 M", "8k tokens", "175B").
+MAGNITUDES = {
+    "thousand": 3, "million": 6, "billion": 9, "trillion": 12,
+    "k": 3, "K": 3, "M": 6, "B": 9,
+    "千": 3, "萬": 4, "十萬": 5, "百萬": 6, "千萬": 7,
+    "億": 8, "十億": 9, "百億": 10, "千億": 11, "兆": 12,
+}  # fmt: skip
+_MAGNITUDE = re.compile(
+    r"(?P<number>\d+(?:[.,]\d+)*)"
+    r"(?:(?:\s+|-)?(?P<word>thousand|million|billion|trillion)\b"
+    r"|(?P<latin>[kKMB]| [MB])(?![A-Za-z0-9_]|\.\w)"
+    r"|\s?(?P<han>十萬|百萬|千萬|十億|百億|千億|[千萬億兆]))"
+)
+# "14 to 300 million", "7–224 thousand", "14 到 300 萬": the first end of a range
+# has the magnitude written once after the second (when it is the smaller number;
+# "from 768 to 1.5 billion" starts at 768)
+_RANGE_START = re.compile(r"(\d+(?:[.,]\d+)*)\s?(?:to|–|—|-|到|至|～|~)\s?$")
+
+
+@functools.total_ordering
+class Number:
+    """A number of a text as the invariant compares it: the digits as written (no
+    thousands separators), or, with a magnitude, its value ("67 million" ==
+    "6,700 萬"). ``form`` is what the text says, for the message."""
+
+    __slots__ = ("key", "form")
+
+    def __init__(self, key: str, form: str | None = None) -> None:
+        self.key, self.form = key, form or key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Number) and self.key == other.key
+
+    def __lt__(self, other: Number) -> bool:
+        return self.key < other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        if self.form == self.key:
+            return repr(self.key)
+        value = Decimal(self.key)
+        return repr(f"{self.form} = {value:,f}")
+
+
+def _value(number: str, exponent: int) -> str | None:
+    try:
+        value = Decimal(number.replace(",", "")).scaleb(exponent)
+    except InvalidOperation:
+        return None
+    return format(value.normalize(), "f")
+
+
+def numbers(text: str) -> Counter:
+    """The numbers of a text (code and math taken out), as :class:`Number`: with a
+    magnitude by value, the others as written."""
+    found: Counter = Counter()
+    taken = []
+    for m in _MAGNITUDE.finditer(text):
+        name = (m.group("word") or m.group("latin") or m.group("han")).strip()
+        exponent = MAGNITUDES[name]
+        key = _value(m.group("number"), exponent)
+        if key is None:
+            continue  # "1.2.3 million": not a number, kept as written below
+        form = " ".join(m.group(0).split())
+        found[Number(key, form)] += 1
+        taken.append(m.start())
+        start = _RANGE_START.search(text, 0, m.start())
+        if start and Decimal(_value(start.group(1), 0) or "Infinity") < Decimal(
+            _value(m.group("number"), 0)
+        ):
+            range_form = re.sub(r"\s+", " ", start.group(0)) + form
+            found[
+                Number(
+                    _value(start.group(1), exponent),
+                    f"{start.group(1)} of {range_form}",
+                )
+            ] += 1
+            taken.append(start.start(1))
+    for m in _NUMBER.finditer(text):
+        if m.start() not in taken:
+            found[Number(m.group(0).replace(",", ""))] += 1
+    return found
 
 
 def _role_key(name: str, body: str) -> str:
@@ -170,14 +258,13 @@ def features(text: str) -> dict[str, Counter]:
     rest = _LINK_TARGET.sub("]", rest)
     tags = Counter(t for t in _TAG.findall(rest) if not t.startswith("<summary"))
     rest = _TAG.sub(" ", rest)
-    numbers = Counter(n.replace(",", "") for n in _NUMBER.findall(rest))
     return {
         "roles and citations": roles,
         "inline code": code,
         "inline math": math,
         "link targets": links,
         "HTML tags": tags,
-        "numbers": numbers,
+        "numbers": numbers(rest),
         "Markdown structure": Counter(_structure(text)),
     }
 

@@ -308,3 +308,48 @@ def test_extract_leaves_a_clean_checkout_clean(tmp_path):
         }
     )
     assert i18n.figure_alts(nb) == ["apple", "zebra"]
+
+
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        ("67 million operations", "約 6,700 萬次運算"),
+        ("67 million operations", "67 百萬次運算"),
+        ("4.4 billion for attention", "注意力是 44 億次"),
+        ("4.4 billion for attention", "注意力是 4.4 十億次"),
+        ("0.30 billion", "3 億"),
+        ("2.4 million per token", "每個詞元約 240 萬個數"),
+        ("224 thousand parameters", "22.4 萬個參數"),
+        ("from GPT-3's 175 billion parameters", "從 GPT-3 的 1,750 億個參數"),
+        ("22.6M parameters", "2,260 萬個參數"),
+        ("pretrained on 14 to 300 million images", "預訓練 1,400 萬到 3 億張影像"),
+        ("pretrained on 14–300 million images", "預訓練 14M–300M 張影像"),
+        ("from 768 to 1.5 billion parameters", "從 768 到 15 億個參數"),
+        ("1 trillion", "1 兆"),
+        ("a variance of 1.0 over 64 rows", "64 列的變異數是 1.0"),
+    ],
+)
+def test_numbers_with_a_magnitude_are_compared_by_value(english, chinese):
+    assert i18n.invariant_problems(english, chinese) == []
+
+
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        ("2.4 million per token", "每個詞元 24 萬個數"),
+        ("67 operations", "67 萬次運算"),
+        ("4.4 billion", "4.4 億"),
+        ("from 768 to 1.5 billion parameters", "從 768 億到 15 億個參數"),
+        ("a variance of 1.0", "變異數是 1"),  # plain numbers: the digits as written
+    ],
+)
+def test_a_magnitude_that_changes_the_value_is_caught(english, chinese):
+    problems = i18n.invariant_problems(english, chinese)
+    assert len(problems) == 1 and problems[0].startswith("numbers"), problems
+
+
+def test_a_wrong_magnitude_names_both_forms():
+    (problem,) = i18n.invariant_problems("2.4 million per token", "每個詞元 24 萬個數")
+    assert "2.4 million = 2,400,000" in problem and "24 萬 = 240,000" in problem
+    (problem,) = i18n.invariant_problems("67 operations", "67 萬次運算")
+    assert "missing ['67']" in problem and "67 萬 = 670,000" in problem
