@@ -35,6 +35,8 @@ __all__ = [
     "figure_catalogue",
     "is_translatable",
     "keep_texts",
+    "lookup",
+    "template",
     "swapped_texts",
     "tc_font_path",
     "zh_rendering",
@@ -59,17 +61,47 @@ _TC_CANDIDATES = (
 _DATA = "_tb_data_texts"  # attribute marking an axis / artist whose texts are data
 
 _MATH = re.compile(r"\$[^$]*\$")
-_LATIN = re.compile(r"[A-Za-z]")
+_LATIN = re.compile(r"[A-Za-z]{2}")  # a word, not a variable such as "T" or "p"
 # Model names and identifiers stay: "LSTM", "T5", "GPT-2", "ViT", "d_model"
 _NAME = re.compile(
     r"(?:[A-Za-z0-9.+\-/]*[A-Z0-9][A-Za-z0-9.+\-/]*[A-Z0-9][\w.+\-/]*|\w*_\w*)"
 )
 
 
+# A number standing alone ("layer 2", "T = 128", "0.5"), not part of a name ("T5")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+
+
+def template(text: str) -> tuple[str, list[str]]:
+    """The string with its numbers as ``{0}``, ``{1}``... and the numbers: the
+    catalogue holds one entry for "layer 0, head 1" and "layer 1, head 0"."""
+    numbers = _NUMBER.findall(text)
+    if not numbers:
+        return text, []
+    counter = iter(range(len(numbers)))
+    escaped = text.replace("{", "{{").replace("}", "}}")
+    return _NUMBER.sub(lambda _: f"{{{next(counter)}}}", escaped), numbers
+
+
+def lookup(text: str, catalogue: Mapping[str, str]) -> tuple[str | None, str]:
+    """The translation of a figure string (None if the catalogue has none) and the
+    msgid that gave it: the string itself, or its :func:`template` with the numbers
+    put back."""
+    if text in catalogue:
+        return catalogue[text], text
+    pattern, numbers = template(text)
+    if numbers and pattern in catalogue:
+        try:
+            return catalogue[pattern].format(*numbers), pattern
+        except (IndexError, KeyError, ValueError):  # a broken msgstr: English
+            return None, pattern
+    return None, pattern
+
+
 def is_translatable(text: str) -> bool:
-    """Whether a figure string has words to translate: Latin letters outside
-    math, and not only a model name or identifier. Numbers, Chinese tokens and
-    "LSTM" or "d_model" stay as they are."""
+    """Whether a figure string has words to translate: a Latin word outside math
+    (two letters or more), and not only a model name or identifier. Numbers,
+    Chinese tokens and "LSTM" or "d_model" stay as they are."""
     if not isinstance(text, str):
         return False
     plain = _MATH.sub("", text).strip()
@@ -163,8 +195,8 @@ def _tick_label_ids(fig, data_only: bool) -> set[int]:
 class swapped_texts:
     """A context: the figure's texts in their translation (``catalogue``), each
     Text's font family with ``font`` in place of any CJK face, then everything put
-    back as it was. ``used`` (English -> translation) and ``missing`` (strings the
-    catalogue lacks) say what happened."""
+    back as it was. ``used`` (msgid -> msgstr) and ``missing`` (msgids the catalogue
+    lacks: a string with numbers as its :func:`template`) say what happened."""
 
     def __init__(self, fig, catalogue: Mapping[str, str], font: str = TC_FONT):
         self.fig, self.catalogue, self.font = fig, catalogue, font
@@ -176,11 +208,12 @@ class swapped_texts:
     def _translate(self, text: str) -> str:
         if not is_translatable(text):
             return text
-        if text in self.catalogue:
-            self.used[text] = self.catalogue[text]
-            return self.catalogue[text]
-        if text not in self.missing:
-            self.missing.append(text)
+        translated, msgid = lookup(text, self.catalogue)
+        if translated is not None:
+            self.used[msgid] = self.catalogue[msgid]
+            return translated
+        if msgid not in self.missing:
+            self.missing.append(msgid)
         return text
 
     def _family(self, family: list[str]) -> list[str]:
