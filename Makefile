@@ -97,7 +97,7 @@ html: book
 
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
-	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py
+	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py tests/test_search.py
 
 # Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and
 # Python 3.13 (python3.13 on PATH, else pyenv's), installed as Colab's setup cell does;
