@@ -12,7 +12,13 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
-from .._validate import check_device, check_generator, check_int, check_tensor
+from .._validate import (
+    check_device,
+    check_generator,
+    check_has_values,
+    check_int,
+    check_tensor,
+)
 
 __all__ = ["TranslationBatch", "ToyTranslation"]
 
@@ -92,6 +98,7 @@ class ToyTranslation:
     def to_text(self, ids: Tensor) -> list[str]:
         """The tokens of one sequence (T,), without padding."""
         check_tensor("ids", ids, "int")
+        check_has_values("ids", ids)
         if ids.dim() != 1:
             raise ValueError(f"ids must be one sequence (T,), got {tuple(ids.shape)}")
         if ids.numel() and (ids.min() < 0 or ids.max() >= self.vocab_size):

@@ -27,6 +27,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._validate import (
+    check_compute_device,
+    check_instance,
+    check_int,
+    check_real,
+    check_seed,
+    check_tensor,
+)
 from ..data import ToyTranslation, TranslationBatch
 from ..device import set_seed
 from ..models import EncoderDecoder, EncoderDecoderConfig
@@ -64,6 +72,7 @@ LABEL_SMOOTHING = 0.1  # the paper's epsilon_ls
 
 def translation_config(task: ToyTranslation = TASK) -> EncoderDecoderConfig:
     """The chapter's model: the paper's architecture, a thousand times smaller."""
+    check_instance("task", task, ToyTranslation)
     return EncoderDecoderConfig(
         vocab_size=task.vocab_size,  # 23: <pad> <s> </s>, 10 source, 10 target words
         max_len=task.max_len + 2,  # 10: <s>, up to 8 words, </s>
@@ -82,6 +91,7 @@ def smoothed_loss(logits: Tensor, targets: Tensor) -> Tensor:
 
     Shapes: logits (B, T, V), targets (B, T) -> scalar
     """
+    _check_logits_targets(logits, targets)
     return F.cross_entropy(
         logits.transpose(1, 2),  # (B, T, V) -> (B, V, T), the layout it expects
         targets,
@@ -95,10 +105,8 @@ def label_smoothing_floor(vocab_size: int, eps: float = LABEL_SMOOTHING) -> floa
 
     The target puts 1 - eps + eps / V on the right token and eps / V on each other.
     """
-    if vocab_size < 2 or not 0.0 < eps < 1.0:
-        raise ValueError(
-            f"need vocab_size >= 2 and 0 < eps < 1, got {vocab_size}, {eps}"
-        )
+    check_int("vocab_size", vocab_size, minimum=2)
+    check_real("eps", eps, 0.0, 1.0, low_open=True, high_open=True)
     p_right, p_other = 1 - eps + eps / vocab_size, eps / vocab_size
     return -(
         p_right * math.log(p_right) + (vocab_size - 1) * p_other * math.log(p_other)
@@ -115,6 +123,10 @@ def translation_batches(
 
     Each call returns ((src (B, S), tgt[:, :-1] (B, T - 1)), tgt[:, 1:] (B, T - 1)).
     """
+    check_instance("task", task, ToyTranslation)
+    check_int("batch_size", batch_size, minimum=1)
+    check_instance("generator", generator, torch.Generator)
+    check_compute_device("device", device)
 
     def get_batch(step: int) -> tuple[tuple[Tensor, Tensor], Tensor]:
         return task.sample(
@@ -128,8 +140,7 @@ def our_schedule(steps: int = STEPS) -> Callable[[int], float]:
     """The learning rate of step 0, 1, ...: the paper's warm-up schedule for our
     d_model, times ``SCALE``, then a linear fall to zero over the last ``COOLDOWN``
     steps, so that the weights settle before training ends."""
-    if steps < 1:
-        raise ValueError(f"steps must be positive, got {steps}")
+    check_int("steps", steps, minimum=1)
     noam = noam_lr_lambda(translation_config().d_model, WARMUP, SCALE)
 
     def lr_lambda(step: int) -> float:
@@ -149,6 +160,11 @@ def train_translation(
     ``lr_lambda(step)`` is the learning rate (default: ``our_schedule(steps)``).
     Returns the model and ``train``'s history.
     """
+    check_seed("seed", seed)
+    check_int("steps", steps, minimum=1)
+    if lr_lambda is not None and not callable(lr_lambda):
+        raise TypeError(f"lr_lambda must be callable or None, got {lr_lambda!r}")
+    check_compute_device("device", device)
     if lr_lambda is None:
         lr_lambda = our_schedule(steps)
     set_seed(seed)
@@ -187,6 +203,8 @@ def cross_attention_shares(
     Shapes: batch.src (B, S), batch.tgt (B, T); averaged over the words of every
     sentence (the query that predicts target word j reads source word n - j).
     """
+    check_instance("model", model, EncoderDecoder)
+    check_instance("batch", batch, TranslationBatch)
     src, tgt_in = batch.src, batch.tgt[:, :-1]
     _, cross = model.decode(tgt_in, model.encode(src), src, need_weights=True)
     n = (src > TASK.eos_id).sum(dim=1)  # (B,) words per sentence
@@ -211,10 +229,10 @@ def run_translation(
 ) -> TranslationRun:
     """§5.6: train with the warm-up schedule, then translate ``n_test`` held-out
     sentences greedily and measure what the chapter claims about the result."""
-    if steps < 10:
-        raise ValueError(f"steps must be at least 10, got {steps}")
-    if n_test < 1:
-        raise ValueError(f"n_test must be positive, got {n_test}")
+    check_seed("seed", seed)
+    check_int("steps", steps, minimum=10)
+    check_int("n_test", n_test, minimum=1)
+    check_compute_device("device", device)
     model, history = train_translation(seed, steps, device=device)
     test = TASK.sample(
         n_test, "test", torch.Generator().manual_seed(seed + 2), device=device
@@ -252,8 +270,12 @@ def run_deep(
 
     Returns the training loss of every step, shape (steps,).
     """
-    if steps < 10:
-        raise ValueError(f"steps must be at least 10, got {steps}")
+    check_instance("norm_first", norm_first, bool)
+    check_seed("seed", seed)
+    check_int("n_layers", n_layers, minimum=1)
+    check_int("steps", steps, minimum=10)
+    check_real("lr", lr, 0.0, low_open=True)
+    check_compute_device("device", device)
     cfg = EncoderDecoderConfig(
         TASK.vocab_size,
         TASK.max_len + 2,
@@ -281,7 +303,27 @@ def run_deep(
 
 def input_blind_loss(n: int = 5000, seed: int = 9) -> float:
     """The loss of a model that ignores its input: the entropy of the target tokens."""
+    check_int("n", n, minimum=1)
+    check_seed("seed", seed)
     tgt = TASK.sample(n, generator=torch.Generator().manual_seed(seed)).tgt[:, 1:]
     counts = torch.bincount(tgt.flatten(), minlength=TASK.vocab_size)[1:].double()
     p = counts / counts.sum()
     return -(p * p.clamp_min(1e-12).log()).sum().item()
+
+
+def _check_logits_targets(logits: object, targets: object) -> None:
+    """logits (B, T, V) float and targets (B, T) int of the same B and T."""
+    check_tensor("logits", logits, "float")
+    check_tensor("targets", targets, "int")
+    if logits.dim() != 3 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (B, T, V), got {tuple(logits.shape)}")
+    if targets.shape != logits.shape[:2]:
+        raise ValueError(
+            f"targets must have shape (B, T) = {tuple(logits.shape[:2])} of logits, "
+            f"got {tuple(targets.shape)}"
+        )
+    if logits.is_meta or targets.is_meta or logits.device != targets.device:
+        raise ValueError(
+            f"logits and targets must be on one device that holds values, got "
+            f"{logits.device} and {targets.device}"
+        )
