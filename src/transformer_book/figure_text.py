@@ -68,13 +68,15 @@ _NAME = re.compile(
 )
 
 
-# A number standing alone ("layer 2", "T = 128", "0.5"), not part of a name ("T5")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+# A number standing alone ("layer 2", "T = 128", "0.5"), not part of a name ("T5"),
+# or a quoted token (the inside of 「餘額」): the reader's data inside a string
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|(?<=「)[^「」]+(?=」)")
 
 
 def template(text: str) -> tuple[str, list[str]]:
-    """The string with its numbers as ``{0}``, ``{1}``... and the numbers: the
-    catalogue holds one entry for "layer 0, head 1" and "layer 1, head 0"."""
+    """The string with its numbers and quoted tokens as ``{0}``, ``{1}``... and
+    those values: the catalogue holds one entry for "layer 0, head 1" and "layer 1,
+    head 0", one for 「餘額」 and 「銀行」 attending."""
     numbers = _NUMBER.findall(text)
     if not numbers:
         return text, []
@@ -169,15 +171,48 @@ def _axes_of(fig) -> list:
     return list(fig.get_axes())
 
 
-def _fixed_formatters(fig):
-    """The formatter of every categorical tick labelling of the figure."""
+def _label_tables(fig):
+    """(get, set) of every categorical tick labelling of the figure (tick labels
+    given as strings: a FixedFormatter's list, the location -> label dict that
+    ``set_xticks(ticks, labels)`` makes, a bar chart's categories)."""
+    import functools
+
+    from matplotlib import category
+
     for ax in _axes_of(fig):
         for axis in (ax.xaxis, ax.yaxis):
             if getattr(axis, _DATA, False):
                 continue
             for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
                 if isinstance(formatter, ticker.FixedFormatter):
-                    yield formatter
+                    yield (
+                        lambda f=formatter: list(f.seq),
+                        lambda seq, f=formatter: setattr(f, "seq", list(seq)),
+                    )
+                elif isinstance(formatter, ticker.FuncFormatter):
+                    func = formatter.func
+                    if (
+                        isinstance(func, functools.partial)
+                        and func.args
+                        and isinstance(func.args[0], dict)
+                    ):
+                        table = func.args[0]
+                        keys = list(table)
+                        yield (
+                            lambda t=table, k=keys: [t[key] for key in k],
+                            lambda seq, t=table, k=keys: t.update(
+                                zip(k, seq, strict=True)
+                            ),
+                        )
+                elif isinstance(formatter, category.StrCategoryFormatter):
+                    units = formatter._units
+
+                    def put(seq, f=formatter, u=units):
+                        new = category.UnitData()
+                        new._mapping.update(zip(seq, u._mapping.values(), strict=True))
+                        f._units = u if list(seq) == list(u._mapping) else new
+
+                    yield (lambda u=units: list(u._mapping), put)
 
 
 def _tick_label_ids(fig, data_only: bool) -> set[int]:
@@ -222,10 +257,12 @@ class swapped_texts:
 
     def __enter__(self):
         fig = self.fig
-        for formatter in _fixed_formatters(fig):
-            old = list(formatter.seq)
-            formatter.seq = [self._translate(str(s)) for s in old]
-            self._undo.append(lambda f=formatter, o=old: setattr(f, "seq", o))
+        for get, put in list(_label_tables(fig)):
+            old = get()
+            new = [self._translate(s) if isinstance(s, str) else s for s in old]
+            if new != old:
+                put(new)
+                self._undo.append(lambda put=put, old=old: put(old))
         data_ticks = _tick_label_ids(fig, data_only=True)
         all_ticks = _tick_label_ids(fig, data_only=False)
         for text in fig.findobj(Text):
