@@ -177,6 +177,10 @@ def extract(names: list[str] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         catalogue.save(str(path))
         print(f"{name:32} {counts}")
+    if not names or "figures" in names:  # the strings executed figures lacked
+        from figures_zh import extract as extract_figures
+
+        extract_figures()
     write_concepts_mo()
 
 

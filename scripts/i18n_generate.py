@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from figures_zh import swap_figures
 from i18n_catalogue import (
     ROOT,
     load_catalogue,
@@ -68,6 +69,7 @@ def translate_notebook(nb, catalogue: Mapping[str, str]):
                 if "text/html" in output.get("data", {}):
                     output.data["text/html"] = page
     missing += translate_alts(nb, catalogue)
+    swap_figures(nb)  # the figures rendered with their texts in zh-TW (figures_zh)
     return nb, missing
 
 
