@@ -31,7 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_compute_device, check_real, check_seed
+from .._validate import (
+    check_compute_device,
+    check_int,
+    check_real,
+    check_seed,
+    check_tensor,
+)
 from ..corpus import CLASSIFICATION_TOPICS, paragraphs, topic_sentences
 from ..device import set_seed
 from ..models import BERT, GPT, T5, BERTConfig, GPTConfig, T5Config
@@ -73,6 +79,8 @@ SIZES = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)  # the same for the th
 
 def variant_models(vocab_size: int, seed: int = 0) -> dict[str, nn.Module]:
     """The three models, each built right after ``set_seed(seed)``."""
+    check_int("vocab_size", vocab_size, minimum=1)
+    check_seed("seed", seed)
     builders = {
         "BERT": lambda: BERT(BERTConfig(vocab_size, BLOCK_LEN, **SIZES)),
         "GPT": lambda: GPT(GPTConfig(vocab_size, BLOCK_LEN, **SIZES)),
@@ -125,6 +133,8 @@ def raw_batches(
     Each step: TEXT_ROWS windows of BLOCK_LEN tokens (TEXT_ROWS, T), and TASK_ROWS
     (sentence, answer) pairs of the topic task.
     """
+    check_int("steps", steps, minimum=1)
+    check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed + 1)
     pairs = task_pairs(tok, "train")
     out = []
@@ -133,6 +143,20 @@ def raw_batches(
         picks = torch.randint(len(pairs), (TASK_ROWS,), generator=gen).tolist()
         out.append((text, [pairs[i] for i in picks]))
     return out
+
+
+def _check_tasks(tasks: object) -> None:
+    """A list of (sentence, answer) pairs of token-id lists."""
+    if not isinstance(tasks, list | tuple) or not all(
+        isinstance(t, list | tuple)
+        and len(t) == 2
+        and all(isinstance(part, list) for part in t)
+        for t in tasks
+    ):
+        raise TypeError(
+            "tasks must be a list of (sentence, answer) pairs of token-id lists, "
+            f"got {type(tasks).__name__}"
+        )
 
 
 def _pad(rows: list[list[int]], value: int) -> Tensor:
@@ -162,6 +186,17 @@ def format_batch(
     check_real("mask_prob", mask_prob, 0.0, 1.0)
     check_real("noise_density", noise_density, 0.0, 1.0, low_open=True, high_open=True)
     check_real("mean_span_length", mean_span_length, low=1.0)
+    if name not in MODELS:
+        raise ValueError(f"name must be one of {MODELS}, got {name!r}")
+    check_tensor("text", text, "int")
+    if text.dim() != 2 or text.shape[1] < 2 or text.is_meta:
+        raise ValueError(
+            f"text must be (N, T) token windows with T >= 2 on a device that holds "
+            f"values, got shape {tuple(text.shape)} on {text.device}"
+        )
+    _check_tasks(tasks)
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
     prefix = tok.encode(TASK_PREFIX)
     pad, ign = tok.pad_id, IGNORE_INDEX
     if name == "GPT":  # predict every next token; on task rows, only the answer

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .._validate import check_has_values, check_instance, check_int, check_tensor
 from ..corpus import sentences
 from ..tokenizer import BPETokenizer
 
@@ -52,6 +53,22 @@ def make_probes(
     tasks: list[tuple[list[int], list[int]]],
 ) -> ProbeSet:
     """The probes from the held-out sentences and the ``tasks`` test pairs."""
+    check_tensor("train_stream", train_stream, "int")
+    check_has_values("train_stream", train_stream)
+    if train_stream.dim() != 1 or train_stream.numel() == 0:
+        raise ValueError(
+            "train_stream must be a non-empty 1-D stream of token ids, got shape "
+            f"{tuple(train_stream.shape)}"
+        )
+    check_int("max_len", max_len, minimum=MIN_TOKENS)
+    check_instance("prefix", prefix, str)
+    if not isinstance(tasks, list | tuple) or not tasks:
+        raise TypeError(
+            "tasks must be a non-empty list of (sentence, answer) token-id pairs, "
+            f"got {type(tasks).__name__}"
+        )
+    if not all(isinstance(t, list | tuple) and len(t) == 2 for t in tasks):
+        raise ValueError("tasks must hold (sentence, answer) pairs")
     rows = [tok.encode(s)[:max_len] for s in sentences("heldout")]
     rows = [r for r in rows if len(r) >= MIN_TOKENS]
     ids = torch.full((len(rows), max_len), tok.pad_id)  # (N, L)
@@ -130,6 +147,7 @@ def top_guesses(
     """(N,) model ``name``'s most probable token for each probe item: the blank
     probe's, or with ``cut`` the next probe's. What a model on the unigram plateau
     predicts shows here: one and the same token for most items."""
+    _check_scored(name, model, probes)
     model.eval()
     return _logits_at(name, model, tok, probes, cut).argmax(dim=-1).cpu()
 
@@ -139,6 +157,7 @@ def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
 
     Returns blank_acc, blank_ppl, next_acc, next_ppl and task_acc.
     """
+    _check_scored(name, model, probes)
     model.eval()
     scores = {}
     for probe, cut in (("blank", False), ("next", True)):
@@ -152,3 +171,10 @@ def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
     predicted = _task_logits(name, model, tok, probes).argmax(dim=-1).cpu()
     scores["task_acc"] = (predicted == answers).double().mean().item()
     return scores
+
+
+def _check_scored(name: str, model: object, probes: object) -> None:
+    if name not in ("BERT", "GPT", "T5"):
+        raise ValueError(f"name must be 'BERT', 'GPT' or 'T5', got {name!r}")
+    check_instance("model", model, nn.Module)
+    check_instance("probes", probes, ProbeSet)

@@ -18,6 +18,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._validate import (
+    check_compute_device,
+    check_instance,
+    check_int,
+    check_real,
+    check_seed,
+    check_tensor,
+)
 from ..corpus import paragraphs
 from ..device import set_seed
 from ..models import BERT, GPT, T5, GPTConfig
@@ -70,6 +78,10 @@ def pooled_topic_accuracy(
     A logistic regression, fitted full-batch by AdamW on the standardised
     training vectors (deterministic), names the topic of the test sentences.
     """
+    check_instance("model", model, BERT)
+    if how not in ("cls", "mean"):
+        raise ValueError(f"how must be 'cls' or 'mean', got {how!r}")
+    check_int("steps", steps, minimum=1)
     train_pairs, test_pairs = task_pairs(tok, "train"), task_pairs(tok, "test")
     answers = {tok.encode(label)[0]: k for k, label in enumerate(TASK_LABELS)}
     x_train = _pooled(model, [x for x, _ in train_pairs], tok, how)  # (N, D)
@@ -108,6 +120,7 @@ def heldout_perplexity(model: GPT, tok: BPETokenizer) -> tuple[float, float]:
     position but each window's first is predicted from the tokens before it.
     The unigram model is the training text's add-one token frequencies.
     """
+    check_instance("model", model, GPT)
     held = blocks(encode_stream(tok, [p for _, p in paragraphs("heldout")]), BLOCK_LEN)
     device = next(model.parameters()).device
     model.eval()
@@ -137,6 +150,10 @@ def finetune_topic(
     topic's word). Batches of 32 training pairs, AdamW at 1e-3; the test
     sentences are never seen. ``model`` is changed in place.
     """
+    check_instance("model", model, T5)
+    check_int("steps", steps, minimum=1)
+    check_seed("seed", seed)
+    check_compute_device("device", device)
     pairs = task_pairs(tok, "train")
     prefix = tok.encode(TASK_PREFIX)
     gen = torch.Generator().manual_seed(seed + 2)
@@ -159,6 +176,9 @@ def prose_windows(seed: int, steps: int, batch_size: int) -> list[Tensor]:
 
     Shapes: steps x (batch_size, BLOCK_LEN)
     """
+    check_seed("seed", seed)
+    check_int("steps", steps, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
     stream = train_stream()
     windows = torch.Generator().manual_seed(seed + 1)
     return [random_blocks(stream, batch_size, BLOCK_LEN, windows) for _ in range(steps)]
@@ -178,6 +198,24 @@ def train_gpt_on_prose(
 
     Chapter 7's KV-sharing comparison and Chapter 8's scaling run use it.
     """
+    check_instance("cfg", cfg, GPTConfig)
+    if isinstance(windows, str | Tensor) or not isinstance(windows, list | tuple):
+        raise TypeError(
+            "windows must be a list of (B, T) token tensors, got "
+            f"{type(windows).__name__}"
+        )
+    if not windows:
+        raise ValueError("windows must hold at least one batch, got none")
+    for i, w in enumerate(windows):
+        check_tensor(f"windows[{i}]", w, "int")
+        if w.dim() != 2 or w.shape[1] < 2:
+            raise ValueError(
+                f"windows[{i}] must have shape (B, T) with T >= 2, got {tuple(w.shape)}"
+            )
+    check_seed("seed", seed)
+    check_real("lr", lr, 0.0, low_open=True)
+    check_int("warmup", warmup, minimum=1)
+    check_compute_device("device", device)
 
     def get_batch(step: int) -> tuple[Tensor, Tensor]:
         return windows[step][:, :-1], windows[step][:, 1:]  # inputs, next tokens
