@@ -12,6 +12,9 @@ Each job has its module; this one gathers their names, which the tests use as
   and set as Chinese text is set;
 - ``i18n_notebook``: the reader text of a notebook besides its Markdown (the text
   alternatives of its figures);
+- ``i18n_outputs``: the words a notebook's code shows (prose outputs such as
+  Chapter 1's claims table, widget labels), with their numbers as slots
+  (``outputs.po``);
 - ``i18n_catalogue``: the pages' units and the gettext catalogues (``extract``);
 - ``i18n_check``: what a translation must keep (numbers, math, code, links,
   structure) and Taiwan's usage (``check``);
@@ -29,14 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from i18n_catalogue import (  # noqa: E402
     CONCEPTS_PO,
     LOCALE_DIR,
+    OUTPUTS_PO,
     ROOT,
     _po,
     catalogue_path,
+    catalogue_units,
     catalogues,
     compile_concepts,
     concepts_units,
     extract,
     load_catalogue,
+    outputs_units,
     page_markdown,
     page_units,
     pages,
@@ -76,6 +82,13 @@ from i18n_notebook import (  # noqa: E402
     figure_alts,
     translate_alts,
 )
+from i18n_outputs import (  # noqa: E402
+    output_units,
+    prose_outputs,
+    translate_outputs,
+    translate_widget_labels,
+    widget_labels,
+)
 from i18n_units import (  # noqa: E402
     _KEPT,
     segments,
@@ -85,6 +98,14 @@ from i18n_units import (  # noqa: E402
 )
 
 __all__ = [
+    "widget_labels",
+    "translate_widget_labels",
+    "translate_outputs",
+    "prose_outputs",
+    "output_units",
+    "outputs_units",
+    "catalogue_units",
+    "OUTPUTS_PO",
     "CONCEPTS_PO",
     "EDITION_DIR",
     "GARBLED",

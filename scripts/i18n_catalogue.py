@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from i18n_notebook import figure_alts
+from i18n_outputs import output_units, widget_labels
 from i18n_units import units
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,12 +158,40 @@ def compile_concepts(catalogue) -> bytes:
     return mo.to_binary()
 
 
+# the words a notebook's code shows: prose outputs, widget labels (i18n_outputs)
+OUTPUTS_PO = LOCALE_DIR / "outputs.po"
+
+
+def outputs_units() -> list[str]:
+    """The templates of every notebook's prose outputs, then of its widget labels,
+    in the order of the pages, each once."""
+    import nbformat
+
+    found: dict[str, None] = {}
+    for page in pages():
+        if page.suffix == ".ipynb":
+            nb = nbformat.read(page, as_version=4)
+            found.update(dict.fromkeys(output_units(nb) + widget_labels(nb)))
+    return list(found)
+
+
 def catalogues() -> dict[str, tuple[Path, list[str]]]:
-    """name -> (catalogue path, the units it must translate), for every page and
-    the concept checks."""
+    """name -> (catalogue path, the units it must translate), for every page, the
+    concept checks and the notebooks' outputs."""
     found = {page.stem: (catalogue_path(page), page_units(page)) for page in pages()}
     found["concepts"] = (CONCEPTS_PO, concepts_units())
+    found["outputs"] = (OUTPUTS_PO, outputs_units())
     return found
+
+
+def catalogue_units(name: str) -> tuple[Path, list[str]]:
+    """One entry of :func:`catalogues`, without computing the others."""
+    if name == "concepts":
+        return CONCEPTS_PO, concepts_units()
+    if name == "outputs":
+        return OUTPUTS_PO, outputs_units()
+    (page,) = [page for page in pages() if page.stem == name]
+    return catalogue_path(page), page_units(page)
 
 
 def extract(names: list[str] | None = None) -> None:

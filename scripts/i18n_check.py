@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from i18n_catalogue import ROOT, _po, catalogues
+from i18n_catalogue import OUTPUTS_PO, ROOT, _po, catalogue_units, pages
 from i18n_units import _INLINE_MATH
 
 # -- invariants ----------------------------------------------------------------------
@@ -255,9 +255,15 @@ def usage_allowlist() -> dict[str, str]:
     return tomllib.loads(USAGE_ALLOWLIST.read_text())
 
 
-def entry_problems(msgid: str, msgstr: str, allowed: Mapping[str, str]) -> list[str]:
+def entry_problems(
+    msgid: str, msgstr: str, allowed: Mapping[str, str], may_keep: bool = False
+) -> list[str]:
     """What is wrong with one translation: broken invariants, non-Taiwan usage, an
-    English-only text (a translation must hold Chinese)."""
+    English-only text (a translation must hold Chinese). With ``may_keep`` (the
+    outputs' catalogue), a msgstr that is its msgid keeps the English on purpose:
+    an identifier or the model's input."""
+    if may_keep and msgstr == msgid:
+        return []
     problems = invariant_problems(msgid, msgstr)
     problems += usage_problems(msgstr, msgid, allowed)
     prose = re.search(r"\b[a-z]{2,} [a-z]{2,} [a-z]{2,}\b", _NOT_PROSE.sub("", msgid))
@@ -267,9 +273,9 @@ def entry_problems(msgid: str, msgstr: str, allowed: Mapping[str, str]) -> list[
 
 
 def catalogue_report(name: str) -> dict[str, object]:
-    """Counts and problems of one catalogue (``name``: a page's stem or
-    "concepts")."""
-    path, wanted = catalogues()[name]
+    """Counts and problems of one catalogue (``name``: a page's stem, "concepts" or
+    "outputs")."""
+    path, wanted = catalogue_units(name)
     catalogue = _po(path)
     by_id = {e.msgid: e for e in catalogue if not e.obsolete}
     allowed = usage_allowlist()
@@ -283,7 +289,9 @@ def catalogue_report(name: str) -> dict[str, object]:
             report["fuzzy"] += 1
         else:
             report["translated"] += 1
-            for problem in entry_problems(msgid, entry.msgstr, allowed):
+            for problem in entry_problems(
+                msgid, entry.msgstr, allowed, may_keep=name == "outputs"
+            ):
                 problems.append(f"{msgid[:60]!r}: {problem}")
     report["problems"] = problems
     return report
@@ -297,7 +305,12 @@ def check_file(path: str) -> int:
         problems = (
             ["untranslated"]
             if not entry.msgstr
-            else entry_problems(entry.msgid, entry.msgstr, allowed)
+            else entry_problems(
+                entry.msgid,
+                entry.msgstr,
+                allowed,
+                may_keep=Path(path).name == OUTPUTS_PO.name,
+            )
         )
         for problem in problems:
             print(f"{entry.msgid[:60]!r}: {problem}")
@@ -307,12 +320,13 @@ def check_file(path: str) -> int:
 
 
 def check(names: list[str]) -> int:
-    """Print each catalogue's counts and problems; the number of problems."""
+    """Print each catalogue's counts and problems; the number of problems and of
+    units without a (non-fuzzy) translation: a new output string fails."""
     total = 0
-    for name in names or list(catalogues()):
+    for name in names or [page.stem for page in pages()] + ["concepts", "outputs"]:
         report = catalogue_report(name)
         problems = report.pop("problems")
-        total += len(problems)
+        total += len(problems) + report["missing"] + report["fuzzy"]
         print(f"{name:32} {report}")
         for problem in problems:
             print(f"    {problem}")

@@ -9,13 +9,16 @@ from pathlib import Path
 
 from figures_zh import swap_figures
 from i18n_catalogue import (
+    OUTPUTS_PO,
     ROOT,
+    _po,
     load_catalogue,
     pages,
     translations,
     write_concepts_mo,
 )
 from i18n_notebook import translate_alts
+from i18n_outputs import translate_outputs, translate_widget_labels
 from i18n_units import translate
 
 EDITION_DIR = ROOT / "zh-TW"  # the zh-TW edition's pages, generated
@@ -42,13 +45,18 @@ def translated_code(source: str) -> str:
     return f'concept_check("{section}", lang="{LANG}")'
 
 
-def translate_notebook(nb, catalogue: Mapping[str, str]):
+def translate_notebook(
+    nb, catalogue: Mapping[str, str], outputs: Mapping[str, str] | None = None
+):
     """The zh-TW notebook: Markdown cells and the figures' text alternatives
     translated; code cells and their outputs the English ones, except concept
-    checks, rendered by the package in zh-TW.
+    checks, rendered by the package in zh-TW, and the outputs that are prose and
+    the widgets' labels, translated from ``outputs`` (default: ``outputs.po``).
 
     Returns the notebook and the units that have no translation.
     """
+    if outputs is None:
+        outputs = translations(_po(OUTPUTS_PO))
     import copy
 
     from transformer_book.concepts import concept_check
@@ -69,6 +77,8 @@ def translate_notebook(nb, catalogue: Mapping[str, str]):
                 if "text/html" in output.get("data", {}):
                     output.data["text/html"] = page
     missing += translate_alts(nb, catalogue)
+    missing += translate_outputs(nb, outputs)
+    missing += translate_widget_labels(nb, outputs)
     swap_figures(nb)  # the figures rendered with their texts in zh-TW (figures_zh)
     return nb, missing
 

@@ -210,7 +210,8 @@ def test_the_hidden_cell_toggles_are_in_zh_tw_in_the_zh_tw_edition_only(
 def test_the_edition_notebook_runs_the_english_code(page):
     """Code cells and outputs are the English notebook's; the changes: a concept
     check takes the edition's language, and its output is the zh-TW rendering; the
-    figures' text alternatives are the catalogue's."""
+    figures' text alternatives, the prose outputs and the widgets' labels are the
+    catalogues'."""
     import nbformat
 
     from transformer_book.concepts import concept_check
@@ -218,6 +219,9 @@ def test_the_edition_notebook_runs_the_english_code(page):
     english = nbformat.read(page, as_version=4)
     catalogue = i18n.translations(i18n.load_catalogue(page))
     assert not i18n.translate_alts(english, catalogue), "untranslated alt texts"
+    outputs = i18n.translations(i18n._po(i18n.OUTPUTS_PO))
+    assert not i18n.translate_outputs(english, outputs), "untranslated outputs"
+    assert not i18n.translate_widget_labels(english, outputs), "untranslated labels"
     chinese = nbformat.read(i18n.edition_path(page), as_version=4)
     assert chinese.metadata == english.metadata
     assert len(chinese.cells) == len(english.cells)
@@ -281,3 +285,72 @@ def test_the_figures_text_alternatives_are_translation_units(tmp_path):
     assert cell.outputs[0].metadata["image/png"]["alt"] == "損失在第 120 步為 0.25"
     stored = nb.metadata["widgets"][i18n.WIDGET_STATE]["state"]["m1"]["state"]
     assert 'alt="頭 3 把 0.9 放在「the」上"' in stored["value"]
+
+
+# The labels that stay English on purpose (outputs.po: msgstr == msgid): an
+# identifier, and the sentences Chapter 8's BERT reads
+KEPT_LABELS = {
+    "tanh",
+    "every brown quiet child quietly carried the letter during the game.",
+    "every student found every house during the meeting.",
+}
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def edition_notebooks():
+    import nbformat
+
+    for page in i18n.pages():
+        if page.suffix == ".ipynb":
+            yield page, nbformat.read(i18n.edition_path(page), as_version=4)
+
+
+def test_the_claims_table_and_every_prose_output_are_chinese():
+    rows = {}
+    for page, nb in edition_notebooks():
+        for data, mime in i18n.prose_outputs(nb):
+            for line in data[mime].strip().splitlines():
+                if not re.fullmatch(r"\|(?:-+\|)+", line):
+                    rows.setdefault(page.stem, []).append(line)
+    claims = rows.pop("01_rnn_limits")
+    assert len(claims) == 10  # the header and 9 claims
+    assert claims[0] == "| 說法（課程或文章） | 本章量到的 | 結論 |"
+    for row in claims + [row for found in rows.values() for row in found]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(_HAN.search(c) for c in cells), row
+    assert "4096 個詞元" in claims[1]  # the numbers are the output's own
+
+
+def _labels(nb) -> dict[tuple[str, str, int], str]:
+    """(model id, key, position) -> label, for every stored widget's description and
+    options' labels."""
+    state = nb.metadata.get("widgets", {}).get(i18n.WIDGET_STATE, {}).get("state", {})
+    found = {}
+    for model_id, model in state.items():
+        values = model.get("state", {})
+        found[model_id, "description", 0] = values.get("description") or ""
+        for n, label in enumerate(values.get("_options_labels") or []):
+            found[model_id, "_options_labels", n] = label
+    return found
+
+
+def test_every_widget_label_that_is_a_word_is_chinese():
+    import nbformat
+
+    seen = set()
+    for page, nb in edition_notebooks():
+        english = _labels(nbformat.read(page, as_version=4))
+        chinese = _labels(nb)
+        assert chinese.keys() == english.keys()  # the same widgets and options
+        for key, label in english.items():
+            if re.search(r"[A-Za-z]{3,}", label):  # a word, not "τ" or "T"
+                seen.add(chinese[key])
+                assert _HAN.search(chinese[key]) or label in KEPT_LABELS, (
+                    page.stem,
+                    label,
+                    chinese[key],
+                )
+            else:
+                assert chinese[key] == label  # numbers and symbols stay
+    for label in ("查詢", "層", "頭", "測試列", "取樣", "溫度 1.5，top-p 0.9"):
+        assert label in seen

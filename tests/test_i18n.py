@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import i18n  # noqa: E402
+import i18n_outputs  # noqa: E402
 import nbformat  # noqa: E402
 import polib  # noqa: E402
 
@@ -197,7 +198,10 @@ def test_a_generated_notebook_keeps_the_code_and_outputs():
     page = ROOT / "book" / "02_attention.ipynb"
     english = nbformat.read(page, as_version=4)
     first = i18n.units(english.cells[0].source)[0]
-    nb, missing = i18n.translate_notebook(english, {first: "# 2 · 查詢、鍵、值"})
+    same = i18n.output_units(english) + i18n.widget_labels(english)
+    nb, missing = i18n.translate_notebook(
+        english, {first: "# 2 · 查詢、鍵、值"}, outputs={u: u for u in same}
+    )
     assert nb.cells[0].source.startswith("# 2 · 查詢、鍵、值\n")
     assert first not in missing
     assert len(set(missing)) == len(i18n.page_units(page)) - 1
@@ -353,3 +357,129 @@ def test_a_wrong_magnitude_names_both_forms():
     assert "2.4 million = 2,400,000" in problem and "24 萬 = 240,000" in problem
     (problem,) = i18n.invariant_problems("67 operations", "67 萬次運算")
     assert "missing ['67']" in problem and "67 萬 = 670,000" in problem
+
+
+def test_an_output_template_holds_slots_for_its_numbers():
+    text = "| RNN | 4096 steps, 2.5x at T = 256, norm 4e-31, 100% / 22% | L0H2 holds |"
+    pattern, values = i18n_outputs.template(text)
+    assert pattern == (
+        "| RNN | ⟦0⟧ steps, ⟦1⟧x at T = ⟦2⟧, norm ⟦3⟧, ⟦4⟧% / ⟦5⟧% | L0H2 holds |"
+    )
+    assert values == ["4096", "2.5", "256", "4e-31", "100", "22"]
+    assert (
+        i18n_outputs.fill("T = ⟦2⟧ 時 ⟦1⟧x；⟦0⟧ 步", values)
+        == "T = 256 時 2.5x；4096 步"
+    )
+    assert i18n_outputs.fill("⟦9⟧", values) is None
+
+
+def _notebook_with(markdown: str, labels: list[str]):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("display(Markdown(table))")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"text/markdown": markdown, "text/plain": "<Md>"}
+        ),
+        nbformat.v4.new_output(
+            "execute_result", data={"text/markdown": "```python\nx = 1\n```"}
+        ),
+    ]
+    nb.cells = [cell]
+    state = {
+        "m1": {
+            "model_name": "DropdownModel",
+            "state": {"description": "sampling", "_options_labels": labels, "index": 1},
+        },
+        "m2": {"model_name": "SelectionSliderModel", "state": {"description": "τ"}},
+    }
+    nb.metadata["widgets"] = {i18n.WIDGET_STATE: {"state": state}}
+    return nb
+
+
+OUTPUTS = {
+    "| Claim | Measured | Verdict |": "| 說法 | 量到的 | 結論 |",
+    "| fast | ⟦0⟧x at T = ⟦1⟧ | holds |": "| 快 | T = ⟦1⟧ 時 ⟦0⟧x | 成立 |",
+    "sampling": "取樣",
+    "temperature ⟦0⟧": "溫度 ⟦0⟧",
+    "greedy (temperature ⟦0⟧)": "貪婪（溫度 ⟦0⟧）",
+}
+
+
+def test_prose_outputs_and_widget_labels_are_translated_with_their_numbers():
+    table = "\n| Claim | Measured | Verdict |\n|---|---|---|\n"
+    table += "| fast | 2.5x at T = 256 | holds |\n"
+    nb = _notebook_with(table, ["greedy (temperature 0)", "temperature 0.5"])
+    assert i18n.output_units(nb) == [
+        "| Claim | Measured | Verdict |",
+        "| fast | ⟦0⟧x at T = ⟦1⟧ | holds |",
+    ]
+    assert i18n.widget_labels(nb) == [
+        "greedy (temperature ⟦0⟧)",
+        "sampling",
+        "temperature ⟦0⟧",
+    ]
+    assert not i18n.translate_outputs(nb, OUTPUTS)
+    assert not i18n.translate_widget_labels(nb, OUTPUTS)
+    first, listing = nb.cells[0].outputs
+    assert first.data["text/markdown"] == (
+        "\n| 說法 | 量到的 | 結論 |\n|---|---|---|\n| 快 | T = 256 時 2.5x | 成立 |\n"
+    )
+    assert listing.data["text/markdown"] == "```python\nx = 1\n```"  # code stays
+    state = nb.metadata["widgets"][i18n.WIDGET_STATE]["state"]
+    assert state["m1"]["state"] == {
+        "description": "取樣",
+        "_options_labels": ["貪婪（溫度 0）", "溫度 0.5"],
+        "index": 1,  # the value a link or the browser moves: unchanged
+    }
+    assert state["m2"]["state"] == {"description": "τ"}  # no word: kept
+
+
+def test_a_re_executed_number_keeps_the_translation_and_a_new_word_is_missing():
+    again = _notebook_with("| fast | 0.3x at T = 4096 | holds |\n", ["temperature 1.5"])
+    assert not i18n.translate_outputs(again, OUTPUTS)
+    assert not i18n.translate_widget_labels(again, OUTPUTS)
+    assert again.cells[0].outputs[0].data["text/markdown"] == (
+        "| 快 | T = 4096 時 0.3x | 成立 |\n"
+    )
+    changed = _notebook_with("| slow | 0.3x at T = 4096 | fails |\n", ["top-k 5"])
+    assert i18n.translate_outputs(changed, OUTPUTS) == [
+        "| slow | ⟦0⟧x at T = ⟦1⟧ | fails |"
+    ]
+    assert i18n.translate_widget_labels(changed, OUTPUTS) == ["top-k ⟦0⟧"]
+    text = changed.cells[0].outputs[0].data["text/markdown"]
+    assert text == "| slow | 0.3x at T = 4096 | fails |\n"  # English, not a wrong cell
+
+
+def test_an_unknown_output_string_fails_check(tmp_path, monkeypatch, capsys):
+    import i18n_catalogue
+    import nbformat
+
+    page = tmp_path / "99_new.ipynb"
+    nbformat.write(_notebook_with("| a new verdict | 3 of 4 | holds |\n", []), page)
+    monkeypatch.setattr(i18n_catalogue, "pages", lambda: [page])
+    report = i18n.catalogue_report("outputs")
+    assert report["missing"] == 1  # the row; "sampling" is in the catalogue
+    assert i18n.check(["outputs"]) == 1
+    assert "'missing': 1" in capsys.readouterr().out
+
+
+def test_the_outputs_catalogue_keeps_english_only_where_it_says_so():
+    import polib
+
+    kept = {
+        e.msgid
+        for e in polib.pofile(str(i18n.OUTPUTS_PO))
+        if not e.obsolete and e.msgstr == e.msgid
+    }
+    # an identifier, and the English sentences the model reads (Chapter 8)
+    assert kept == {
+        "tanh",
+        "every brown quiet child quietly carried the letter during the game.",
+        "every student found every house during the meeting.",
+    }
+    assert i18n.entry_problems("tanh", "tanh", {}, may_keep=True) == []
+    assert i18n.entry_problems("test row", "test row", {}) == []  # no 3 words
+    long = "every student found every house"
+    assert i18n.entry_problems(long, long, {}) == ["no Chinese in the translation"]
