@@ -112,7 +112,7 @@ def problems(nb, catalogue: Mapping[str, str], name: str = "") -> list[str]:
     found = []
     for where, record in renderings(nb):
         for text in record.get("missing", []):
-            if text.startswith("(missing glyph)"):
+            if text.startswith(("(missing glyph)", "(error)")):
                 found.append(f"{name} {where}: {text}")
             elif text in catalogue:
                 found.append(
@@ -137,7 +137,7 @@ def lacking(notebooks) -> list[str]:
     for nb in notebooks:
         for _, record in renderings(nb):
             for text in record.get("missing", []):
-                if not text.startswith("(missing glyph)"):
+                if not text.startswith("("):
                     seen.setdefault(text, None)
     return list(seen)
 

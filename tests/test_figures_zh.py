@@ -153,6 +153,33 @@ def test_swapping_leaves_numbers_model_names_and_data_labels(catalogue):
     plt.close(fig)
 
 
+def test_bar_categories_are_translated_and_restored(catalogue):
+    fig, ax = plt.subplots()
+    ax.bar(["attention", "LSTM", "chance"], [1, 2, 3])
+    before = _png(fig)
+    with figure_text.swapped_texts(fig, catalogue):
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["注意力", "LSTM", "隨機猜測"]
+    assert _png(fig) == before
+    plt.close(fig)
+
+
+def test_a_failing_rendering_leaves_the_english_figure(catalogue):
+    fig = _lines_figure()
+    before = _png(fig)
+
+    def broken(fig):
+        raise RuntimeError("no renderer")
+
+    record = figure_text.zh_rendering(fig, broken)
+    if record is not None:  # None where the TC font is not installed
+        assert "image/png" not in record
+        assert record["missing"][-1] == "(error) RuntimeError: no renderer"
+    assert _png(fig) == before
+    plt.close(fig)
+
+
 def test_a_lacking_string_is_reported_by_its_template(catalogue):
     fig, ax = plt.subplots()
     ax.set_title("step 40 of 100")
@@ -195,14 +222,14 @@ def test_every_translation_renders_with_no_missing_glyph():
     font of the family has."""
     translated = figures_zh.translations()
     assert translated, "figures.po has no translation"
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(translated)))
+    fig, ax = plt.subplots(figsize=(2, 2), dpi=10)  # glyphs, not pixels, matter
     for i, msgstr in enumerate(translated.values()):
         ax.text(0, i, msgstr.replace("$", r"\$"))
     catalogue = {text: text for text in translated.values()}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with figure_text.swapped_texts(fig, catalogue):
-            _png(fig)
+            fig.canvas.draw()
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     assert missing == []
     plt.close(fig)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -138,6 +139,7 @@ def tc_font_path() -> str | None:
 
 
 _CATALOGUE: dict[str, object] = {}
+rendering_seconds = 0.0  # spent in zh_rendering by this process (execution cost)
 
 
 def figure_catalogue(path: Path | None = None) -> dict[str, str] | None:
@@ -205,14 +207,17 @@ def _label_tables(fig):
                             ),
                         )
                 elif isinstance(formatter, category.StrCategoryFormatter):
-                    units = formatter._units
-
-                    def put(seq, f=formatter, u=units):
-                        new = category.UnitData()
-                        new._mapping.update(zip(seq, u._mapping.values(), strict=True))
-                        f._units = u if list(seq) == list(u._mapping) else new
-
-                    yield (lambda u=units: list(u._mapping), put)
+                    # its _units: the OrderedDict category -> position
+                    yield (
+                        lambda f=formatter: list(f._units),
+                        lambda seq, f=formatter, u=formatter._units: setattr(
+                            f,
+                            "_units",
+                            u
+                            if list(seq) == list(u)
+                            else dict(zip(seq, u.values(), strict=True)),
+                        ),
+                    )
 
 
 def _tick_label_ids(fig, data_only: bool) -> set[int]:
@@ -256,7 +261,17 @@ class swapped_texts:
         return new if self.font in new else [*new, self.font]
 
     def __enter__(self):
+        try:
+            self._swap()
+        except BaseException:
+            self._restore()
+            raise
+        return self
+
+    def _swap(self) -> None:
         fig = self.fig
+        if self.font == TC_FONT:
+            tc_font_path()  # registered with matplotlib where it is installed
         for get, put in list(_label_tables(fig)):
             old = get()
             new = [self._translate(s) if isinstance(s, str) else s for s in old]
@@ -280,10 +295,14 @@ class swapped_texts:
         family = self._family(list(mpl.rcParams["font.family"]))
         self._rc = mpl.rc_context({"font.family": family, "font.sans-serif": family})
         self._rc.__enter__()
-        return self
 
     def __exit__(self, *exc) -> None:
-        self._rc.__exit__(*exc)
+        self._restore()
+
+    def _restore(self) -> None:
+        if self._rc is not None:
+            self._rc.__exit__(None, None, None)
+            self._rc = None
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
@@ -311,17 +330,25 @@ def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     catalogue = figure_catalogue()
     if catalogue is None or tc_font_path() is None:
         return None
+    start = time.perf_counter()
     probe = swapped_texts(fig, catalogue)
-    with probe:
-        if probe.used:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                image = render(fig)
-            for w in caught:  # a missing glyph is a finding, not noise
-                if "missing from font" in str(w.message):
-                    probe.missing.append(f"(missing glyph) {w.message}")
+    image = None
+    try:
+        with probe:
+            if probe.used:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    image = render(fig)
+                for w in caught:  # a missing glyph is a finding, not noise
+                    if "missing from font" in str(w.message):
+                        probe.missing.append(f"(missing glyph) {w.message}")
+    except Exception as error:  # noqa: BLE001 - the English figure must still show
+        probe.missing.append(f"(error) {type(error).__name__}: {error}")
+        image = None
     record: dict = {"texts": dict(sorted(probe.used.items())), "missing": probe.missing}
-    if probe.used:
+    if image is not None:
         record["image/png"] = image
-    _record_missing([m for m in probe.missing if not m.startswith("(missing glyph)")])
+    _record_missing([m for m in probe.missing if not m.startswith("(")])
+    global rendering_seconds
+    rendering_seconds += time.perf_counter() - start
     return record
