@@ -28,7 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_float_input, check_int
+from .._validate import (
+    check_float_input,
+    check_has_values,
+    check_instance,
+    check_int,
+    check_seed,
+    check_tensor,
+)
 from ..corpus import topic_sentences
 from ..device import set_seed
 from ..models import BERT, BERTConfig
@@ -124,7 +131,9 @@ def topic_data(tokenizer) -> TopicData:
 
 def label_subset(n_pool: int, n: int, seed: int) -> Tensor:
     """The indices of the first ``n`` of a seeded shuffle of the pool: nested."""
+    check_int("n_pool", n_pool, minimum=1)
     check_int("n", n, minimum=1)
+    check_seed("seed", seed)
     if n > n_pool:
         raise ValueError(f"n={n} is more than the {n_pool} labelled sentences")
     g = torch.Generator().manual_seed(seed)
@@ -151,6 +160,16 @@ def train_probe(
 
     Shapes: features (N, D), labels (N,) -> an nn.Linear(D, K)
     """
+    check_float_input("features", features, "(N, D)", dim=2)
+    check_has_values("features", features)
+    if features.shape[0] < 1 or features.shape[1] < 1:
+        raise ValueError(
+            f"features must have shape (N, D), got {tuple(features.shape)}"
+        )
+    _check_labels(labels, features.shape[0])
+    check_int("n_classes", n_classes, minimum=int(labels.max()) + 1)
+    check_seed("seed", seed)
+    check_int("steps", steps, minimum=1)
     set_seed(seed)
     probe = nn.Linear(features.shape[1], n_classes)
     return _fit(probe, lambda step: (features, labels), steps, 0.05, 1e-3)
@@ -163,6 +182,8 @@ class ScratchClassifier(nn.Module):
     """
 
     def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64):
+        check_int("n_classes", n_classes, minimum=1)
+        check_int("d_model", d_model, minimum=1)
         super().__init__()
         cfg = BERTConfig(
             vocab_size,
@@ -177,6 +198,7 @@ class ScratchClassifier(nn.Module):
         self.head = nn.Linear(d_model, n_classes)
 
     def forward(self, ids: Tensor) -> Tensor:
+        _check_ids(ids)
         return self.head(self.encoder.pooled(ids, "mean"))  # (N, T) -> (N, D) -> (N, K)
 
 
@@ -190,6 +212,13 @@ def train_scratch(
     batch_size: int = 32,
 ) -> ScratchClassifier:
     """The from-scratch learner, trained end to end on ``ids``' labels only."""
+    _check_ids(ids)
+    _check_labels(labels, ids.shape[0])
+    check_int("vocab_size", vocab_size, minimum=int(ids.max()) + 1)
+    check_int("n_classes", n_classes, minimum=int(labels.max()) + 1)
+    check_seed("seed", seed)
+    check_int("steps", steps, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
     set_seed(seed)
     model = ScratchClassifier(vocab_size, n_classes)
     g = torch.Generator().manual_seed(seed)
@@ -199,6 +228,26 @@ def train_scratch(
         return ids[rows], labels[rows]
 
     return _fit(model, batches, steps, 3e-3, 0.01)
+
+
+def _check_ids(ids: object) -> None:
+    """Token ids (N, T) with N, T >= 1, on a device that holds values."""
+    check_tensor("ids", ids, "int")
+    check_has_values("ids", ids)
+    if ids.dim() != 2 or 0 in ids.shape:
+        raise ValueError(
+            f"ids must have shape (N, T) of token ids, got {tuple(ids.shape)}"
+        )
+
+
+def _check_labels(labels: object, n: int) -> None:
+    """Class labels (N,) of ``n`` rows, non-negative, on a device that holds values."""
+    check_tensor("labels", labels, "int")
+    check_has_values("labels", labels)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must have shape (N={n},), got {tuple(labels.shape)}")
+    if int(labels.min()) < 0:
+        raise ValueError(f"labels must be non-negative, got {int(labels.min())}")
 
 
 @torch.no_grad()
@@ -212,6 +261,8 @@ def finetune_step_seconds(model: BERT, ids: Tensor, repeats: int = 1) -> float:
     (forward, backward, AdamW update; the fastest of ``repeats`` after a warm-up
     step). The steps run on a copy: ``model`` is left as it was.
     """
+    check_instance("model", model, BERT)
+    _check_ids(ids)
     check_int("repeats", repeats, minimum=1)
     copy = deepcopy(model).train()
     optimizer = torch.optim.AdamW(copy.parameters(), lr=1e-5)
@@ -263,12 +314,13 @@ def run_sample_efficiency(
     """
     if not isinstance(data, TopicData):
         raise TypeError(f"data must be TopicData, got {type(data).__name__}")
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     for name, x, n in (
         ("train_features", train_features, len(data.train_labels)),
         ("test_features", test_features, len(data.test_labels)),
     ):
         check_float_input(name, x, "(N, D)", dim=2)
+        check_has_values(name, x)
         if x.shape[0] != n or x.shape[1] < 1:
             raise ValueError(
                 f"{name} must have shape (N={n}, D >= 1), got {tuple(x.shape)}"
@@ -320,6 +372,7 @@ def sample_efficiency_claims(result: SampleEfficiency) -> dict[str, bool]:
 
     ``result`` must hold the label counts 64, 256 and 1,024.
     """
+    check_instance("result", result, SampleEfficiency)
     at = dict(zip(result.label_counts, range(len(result.label_counts)), strict=True))
     if not {64, 256, 1024} <= at.keys():
         raise ValueError("result must hold the label counts 64, 256 and 1024")
