@@ -329,3 +329,13 @@ def test_the_figure_catalogue_is_complete():
     for e in entries:  # the numbers of a template all go back in
         fields = sorted(re.findall(r"\{\d+\}", e.msgid))
         assert sorted(re.findall(r"\{\d+\}", e.msgstr)) == fields, e.msgid
+
+
+def test_the_figure_texts_use_the_glossarys_terms():
+    """figures.po's msgstrs are part of the zh-TW edition: no rejected variant."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_terms import rules, violations
+
+    text = "\n".join(figures_zh.translations().values())
+    found = [(r.variant, r.term, sentence) for r, sentence in violations(text, rules())]
+    assert found == []
