@@ -22,6 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._validate import (
+    check_compute_device,
+    check_instance,
+    check_int,
+    check_real,
+    check_seed,
+)
 from ..data import IGNORE_INDEX, lag_copy_task
 from ..device import set_seed
 from ..position_lm import SCHEMES, PositionLM, PositionLMConfig
@@ -53,11 +60,19 @@ class ExtrapolationConfig:
     n_eval: int = 256  # test sequences per length
 
     def __post_init__(self):
-        positive = ("train_len", "vocab_size", "lag", "steps", "batch_size", "n_eval")
+        positive = (
+            *("train_len", "vocab_size", "lag", "d_model", "n_heads", "n_layers"),
+            *("d_ff", "num_buckets", "steps", "batch_size", "n_eval"),
+        )
         for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not self.test_factors or min(self.test_factors) < 1:
+            check_int(name, getattr(self, name), minimum=1)
+        check_real("lr", self.lr, 0.0, low_open=True)
+        factors = self.test_factors
+        if isinstance(factors, str) or not isinstance(factors, tuple | list):
+            raise TypeError(f"test_factors must be a tuple of ints, got {factors!r}")
+        for i, factor in enumerate(factors):
+            check_int(f"test_factors[{i}]", factor, minimum=1)
+        if not factors:
             raise ValueError(
                 f"test_factors must be positive integers, got {self.test_factors}"
             )
@@ -100,6 +115,13 @@ class ExtrapolationResult:
     seconds: float  # training time of all the models together
 
 
+def _check_seed_and_cfg(seed: object, cfg: object) -> None:
+    check_seed("seed", seed)
+    if seed >= 2**62:  # the streams are seeded with 2 * seed + 1 and 2 * seed + 2
+        raise ValueError(f"seed must be below 2**62, got {seed}")
+    check_instance("cfg", cfg, ExtrapolationConfig)
+
+
 def _data_generator(seed: int, split: str) -> torch.Generator:
     # Training and test data never share a stream: odd seeds train, even seeds test
     # (seed 0 gives the streams 1 and 2 that the chapter has always used).
@@ -119,6 +141,8 @@ def train_scheme(
     cfg = ExtrapolationConfig() if cfg is None else cfg
     if position not in SCHEMES:
         raise ValueError(f"position={position!r} is not one of {SCHEMES}")
+    _check_seed_and_cfg(seed, cfg)
+    check_compute_device("device", device)
     set_seed(seed)  # the same initial weights for the parts every scheme shares
     model = PositionLM(cfg.model_config(position))
     gen = _data_generator(seed, "train")
@@ -152,6 +176,8 @@ def evaluate_lengths(
     ``t < lag`` has no target and reads 0.
     """
     cfg = ExtrapolationConfig() if cfg is None else cfg
+    check_instance("model", model, PositionLM)
+    _check_seed_and_cfg(seed, cfg)
     device = next(model.parameters()).device
     model.eval()
     accs, by_position = [], torch.zeros(0)
@@ -185,8 +211,12 @@ def run_extrapolation(
     [0.99, 0.98, 0.98]                                # at L, 2L, 4L
     """
     cfg = ExtrapolationConfig() if cfg is None else cfg
+    _check_seed_and_cfg(seed, cfg)
     if isinstance(schemes, str):
         raise ValueError(f"schemes must be a sequence of names, got {schemes!r}")
+    if not isinstance(schemes, Sequence):
+        raise TypeError(f"schemes must be a sequence of names, got {schemes!r}")
+    check_compute_device("device", device)
     unknown = [s for s in schemes if s not in SCHEMES]
     if unknown or not schemes:
         raise ValueError(f"schemes must be taken from {SCHEMES}, got {list(schemes)}")
