@@ -9,7 +9,8 @@ zh-TW edition (zh-TW/book/*: the Markdown, the figures' text alternatives and th
 outputs of the notebooks) or in the concept checks' catalogue.
 
 A variant may appear inside a quotation of a source text's own wording, marked
-原文作『…』 (e.g. 「原文作『幀』」), and in the glossary's table itself.
+原文作「…」 (原文作『…』 inside 「」, e.g. 「原文作『幀』」), and in the glossary's
+table itself.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ CONCEPTS_PO = (
 EDITION = ROOT / "zh-TW" / "book"
 SECTION = "## One term per concept in the zh-TW edition"
 
-# A quotation of a source text's wording: 原文作『…』
-QUOTATION = re.compile(r"原文作『[^』\n]*』")
+# A quotation of a source text's wording: 原文作「…」, or 原文作『…』 inside 「」
+QUOTATION = re.compile(r"原文作(?:「[^」\n]*」|『[^』\n]*』)")
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,8 @@ FRAME = Rule("frame", "音框", "幀", (), "why")
         ("自注意力的注意力權重。請注意這一點，值得注意；我們注意到它。", []),
         ("每一幀是 10 毫秒。", ["每一幀是 10 毫秒。"]),
         ("每個音框是 10 毫秒（原文作『幀』）。", []),
-        ("原文作「幀」不是這種引用。", ["原文作「幀」不是這種引用。"]),
+        ("音框（原文作「幀」）。", []),
+        ("「幀」是原文的寫法。", ["「幀」是原文的寫法。"]),
         ("模型讀完提示之後。提示詞很長。提示：先算 $T$。", ["模型讀完提示之後。"]),
     ],
 )
@@ -234,7 +236,8 @@ def test_a_failure_names_the_page_the_variant_the_term_and_the_sentence():
 
 
 def test_the_quotation_mark_is_original_wording_in_corner_brackets():
-    assert QUOTATION.findall("音框（原文作『幀』），而『幀』不算。") == ["原文作『幀』"]
+    text = "音框（原文作『幀』、原文作「幀」），而『幀』與原文「幀」不算。"
+    assert QUOTATION.findall(text) == ["原文作『幀』", "原文作「幀」"]
 
 
 # -- the edition ---------------------------------------------------------------------
