@@ -40,7 +40,7 @@ MAGNITUDES = {
 _MAGNITUDE = re.compile(
     r"(?P<number>\d+(?:[.,]\d+)*)"
     r"(?:(?:\s+|-)?(?P<word>thousand|million|billion|trillion)\b"
-    r"|(?P<latin>[kKMB]| [MB])(?![A-Za-z0-9_]|\.\w)"
+    r"|(?P<latin>[kKMB]| M)(?![A-Za-z0-9_]|\.\w)"
     r"|\s?(?P<han>十萬|百萬|千萬|十億|百億|千億|[千萬億兆]))"
 )
 # "14 to 300 million", "7–224 thousand", "14 到 300 萬": the first end of a range

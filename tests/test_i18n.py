@@ -331,6 +331,8 @@ def test_extract_leaves_a_clean_checkout_clean(tmp_path):
         ("from 768 to 1.5 billion parameters", "從 768 到 15 億個參數"),
         ("1 trillion", "1 兆"),
         ("a variance of 1.0 over 64 rows", "64 列的變異數是 1.0"),
+        ("256 B/token, 12 MiB", "每個詞元 256 位元組，12 MiB"),  # bytes, not billions
+        ("65 M of LLaMA-7B", "LLaMA-7B 的 6,500 萬"),
     ],
 )
 def test_numbers_with_a_magnitude_are_compared_by_value(english, chinese):
@@ -345,6 +347,7 @@ def test_numbers_with_a_magnitude_are_compared_by_value(english, chinese):
         ("4.4 billion", "4.4 億"),
         ("from 768 to 1.5 billion parameters", "從 768 億到 15 億個參數"),
         ("a variance of 1.0", "變異數是 1"),  # plain numbers: the digits as written
+        ("65 M parameters", "65 個參數"),
     ],
 )
 def test_a_magnitude_that_changes_the_value_is_caught(english, chinese):
