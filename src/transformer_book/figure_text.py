@@ -18,6 +18,7 @@ TC font is missing (a reader's machine, Colab), or when
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -62,6 +63,7 @@ _TC_CANDIDATES = (
 _DATA = "_tb_data_texts"  # attribute marking an axis / artist whose texts are data
 
 _MATH = re.compile(r"\$[^$]*\$")
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 _LATIN = re.compile(r"[A-Za-z]{2}")  # a word, not a variable such as "T" or "p"
 # Model names and identifiers stay: "LSTM", "T5", "GPT-2", "ViT", "d_model"
 _NAME = re.compile(
@@ -292,6 +294,11 @@ class swapped_texts:
             if new != old_text:
                 text.set_text(new)
                 self._undo.append(lambda t=text, o=old_text: t.set_text(o))
+            if "$" in new and _CJK.search(new):
+                # mathtext draws the words around the math in the family's first
+                # font alone, with no fallback: Chinese first there
+                rest = [f for f in self._family(old_family) if f != self.font]
+                props.set_family([self.font, *rest])
         family = self._family(list(mpl.rcParams["font.family"]))
         self._rc = mpl.rc_context({"font.family": family, "font.sans-serif": family})
         self._rc.__enter__()
@@ -318,6 +325,25 @@ def _record_missing(strings: list[str]) -> None:
                 out.write(s.replace("\\", "\\\\").replace("\n", "\\n") + "\n")
 
 
+class _MathGlyphs(logging.Handler):
+    """A context collecting mathtext's warnings (it logs a missing glyph, where the
+    rest of matplotlib warns)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self):
+        logging.getLogger("matplotlib.mathtext").addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        logging.getLogger("matplotlib.mathtext").removeHandler(self)
+
+
 def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     """The zh-TW rendering of ``fig`` as the metadata :data:`META_KEY` holds:
     ``{"image/png": render(fig) with translated texts, "texts": {English:
@@ -336,12 +362,16 @@ def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     try:
         with probe:
             if probe.used:
-                with warnings.catch_warnings(record=True) as caught:
+                with (
+                    warnings.catch_warnings(record=True) as caught,
+                    _MathGlyphs() as math,
+                ):
                     warnings.simplefilter("always")
                     image = render(fig)
-                for w in caught:  # a missing glyph is a finding, not noise
-                    if "missing from font" in str(w.message):
-                        probe.missing.append(f"(missing glyph) {w.message}")
+                for message in [str(w.message) for w in caught] + math.messages:
+                    # a missing glyph is a finding, not noise
+                    if "missing from font" in message or "have a glyph" in message:
+                        probe.missing.append(f"(missing glyph) {message}")
     except Exception as error:  # noqa: BLE001 - the English figure must still show
         probe.missing.append(f"(error) {type(error).__name__}: {error}")
         image = None
