@@ -364,3 +364,14 @@ def test_the_figure_texts_use_the_glossarys_terms():
     text = "\n".join(figures_zh.translations().values())
     found = [(r.variant, r.term, sentence) for r, sentence in violations(text, rules())]
     assert found == []
+
+
+@needs_tc
+def test_the_rendering_time_is_reported_for_execute(catalogue, tmp_path, monkeypatch):
+    """scripts/execute.py keeps the zh-TW rendering out of a chapter's time."""
+    seconds = tmp_path / "seconds"
+    monkeypatch.setenv("TRANSFORMER_BOOK_FIGURES_ZH_SECONDS", str(seconds))
+    fig = _lines_figure()
+    figure_text.zh_rendering(fig, _png)
+    assert 0 < float(seconds.read_text()) <= figure_text.rendering_seconds
+    plt.close(fig)

@@ -381,4 +381,8 @@ def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     _record_missing([m for m in probe.missing if not m.startswith("(")])
     global rendering_seconds
     rendering_seconds += time.perf_counter() - start
+    # scripts/execute.py keeps this cost out of a chapter's time: a reader does not
+    # pay it (only the zh-TW edition's build does)
+    if seconds_file := os.environ.get("TRANSFORMER_BOOK_FIGURES_ZH_SECONDS"):
+        Path(seconds_file).write_text(f"{rendering_seconds:.3f}\n")
     return record
