@@ -1440,7 +1440,13 @@ add(
     fn(SC.non_embedding_parameters, model=Lazy(tiny_gpt)),
 )
 add(
-    "experiments.scaling.training_flops", fn(SC.training_flops, n_params=10, tokens=100)
+    "experiments.scaling.training_flops",
+    fn(
+        SC.training_flops,
+        n_params=10,
+        tokens=100,
+        accepts={("n_params", "zero"): ZERO_OK, ("tokens", "zero"): ZERO_OK},
+    ),
 )
 add(
     "experiments.scaling.PowerLawFit.predict",
@@ -1471,7 +1477,7 @@ add(
         SC.run_scaling,
         seed=0,
         steps=1,
-        sizes=((8, 1),),
+        sizes=((8, 1), (16, 2)),
         device="cpu",
         slow=SEEDS_TEST.format("scaling"),
         accepts=SEED0,
@@ -2384,7 +2390,18 @@ add(
 )
 add(
     "position_lm.PositionLM.position_bias",
-    method(PL.PositionLM, "position_bias", _PLM, t=5, device="cpu"),
+    method(
+        PL.PositionLM,
+        "position_bias",
+        _PLM,
+        t=5,
+        device="cpu",
+        accepts={
+            ("t", "zero"): EMPTY_T,
+            ("device", "None"): "None is torch's default device, as in torch.zeros",
+            ("device", "meta"): NO_DEVICE,
+        },
+    ),
 )
 add(
     "position_lm.PositionLM.forward",
@@ -2504,6 +2521,7 @@ add(
             ("query_offset", "zero"): ZERO_OK,
             ("t_q", "zero"): EMPTY_T,
             ("t_k", "zero"): EMPTY_T,
+            ("device", "meta"): NO_DEVICE,
         },
     ),
 )
@@ -3089,15 +3107,10 @@ GAPS.update(
             "experiments.efficiency.RecallReader",
             "experiments.efficiency.RecallReader.forward",
             "experiments.efficiency.RecallReader.read",
-            "experiments.efficiency.kv_cache_bytes",
-            "experiments.efficiency.run_kv_sharing",
-            "experiments.efficiency.run_lookup_approximations",
-            "experiments.efficiency.run_recall_approximations",
             "experiments.efficiency.scattered_recall",
             "experiments.heads.classify_heads",
             "experiments.heads.evaluate",
             "experiments.heads.evaluate_without",
-            "experiments.heads.fit",
             "experiments.heads.head_means",
             "experiments.heads.make_model",
             "experiments.heads.make_test_set",
@@ -3111,16 +3124,8 @@ GAPS.update(
             "experiments.lookup.UniformAverage.attend",
             "experiments.lookup.half_norms",
             "experiments.lookup.lookup_batches",
-            "experiments.lookup.run_lookup",
-            "experiments.lookup.train_lookup",
             "experiments.recall.make_model",
             "experiments.recall.recall_accuracy",
-            "experiments.recall.run_recall",
-            "experiments.scaling.OffsetPowerLawFit.predict",
-            "experiments.scaling.PowerLawFit.predict",
-            "experiments.scaling.run_scaling",
-            "experiments.scaling.scaling_claims",
-            "experiments.scaling.training_flops",
             "experiments.vision.cls_attention_maps",
         )
     }
@@ -3132,7 +3137,6 @@ GAPS.update(
             "plot.attention_heatmap",
             "plot.linked_stack",
             "plot.linked_views",
-            "position_lm.PositionLM.position_bias",
             "positional.apply_rope",
             "probe.ablate_heads",
             "probe.attention_on",

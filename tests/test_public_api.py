@@ -32,7 +32,9 @@ import math
 import pkgutil
 import re
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
@@ -45,14 +47,19 @@ from public_api_table import (
     RECORDS,
     TABLE,
 )
+from public_api_table import tiny_gpt as _tiny_gpt
 
 import transformer_book
+from transformer_book import checkpoints
 
 # Imported lazily by torch on a first optimizer step; an alarm in the middle of that
 # import would leave torch half-imported, so it happens here, untimed.
 torch.optim.AdamW(torch.nn.Linear(1, 1).parameters()).step()
 
 TIME_LIMIT = 5.0  # seconds for one bad call: a check is immediate, a hang is not
+# A function that trains (an entry whose valid call is slow) refuses a bad argument
+# before its first step: well under a second, on a loaded machine too
+REFUSAL_LIMIT = 1.0
 
 
 # The appendix's one-page listings check no input by design: they are the models
@@ -151,6 +158,8 @@ def bad_values(
     elif words & {"int"} and not words & {"float", "Sequence", "tuple", "list"}:
         out += [("bool", True), ("float", 2.5), ("str", "2"), ("zero", 0)]
         out += [("negative", -1)]
+        if "seed" in name:  # torch's generators take 64 bits, with offsets added
+            out += [("huge", 2**64 - 1), ("2**63", 2**63)]
     elif words & {"float"} and not words & {"Sequence", "tuple", "list"}:
         out += [("bool", True), ("str", "0.5"), ("nan", math.nan)]
         out += [("inf", math.inf), ("-inf", -math.inf)]
@@ -162,6 +171,11 @@ def bad_values(
         out += [("list", [1, 2]), ("int", 3)]
     elif "torch.device" in words or "device" in words:
         out += [("float", 3.5), ("unknown device", "no-such-device")]
+        out += [("absent device", "cuda:7")]  # a device this machine does not have
+        if "device" in name:
+            out += [("meta", "meta")]  # a device that holds no values
+    elif "Path" in words:
+        out += [(label, make) for label, make in PATHS.items()]
     elif words & {"Generator", "torch.Generator"}:
         out += [("int", 0)]
     elif words & {"Callable"}:
@@ -171,6 +185,35 @@ def bad_values(
     if not optional and "bool" not in words:
         out.append(("None", None))
     return out
+
+
+# Seeds past 2**63: refused (naming the argument) or used as they are, never a
+# crash after the work has started; a slow entry (one that trains) must refuse them
+HUGE_SEEDS = ("huge", "2**63")
+
+
+def _written(data: bytes) -> Path:
+    path = Path(tempfile.mkdtemp()) / "bad.safetensors"
+    path.write_bytes(data)
+    return path
+
+
+def _truncated() -> Path:
+    whole = _written(b"")  # a real checkpoint of the table's tiny GPT, cut short
+    checkpoints.save_checkpoint(_tiny_gpt(), whole)
+    return _written(whole.read_bytes()[:100])
+
+
+# Paths a reader can pass by mistake: each must be refused with a message naming
+# the argument (a file that is not a checkpoint is never read as one)
+PATHS = {
+    "a directory": lambda: Path(tempfile.mkdtemp()),
+    "an empty file": lambda: _written(b""),
+    "a truncated file": _truncated,
+    "a crafted header": lambda: _written(
+        (2**40).to_bytes(8, "little") + b'{"w": {"dtype": "F32"}}'
+    ),
+}
 
 
 class _TimeUp(BaseException):
@@ -200,7 +243,7 @@ def names_argument(message: str, arg: str) -> bool:
 def run_case(entry, arg: str, label: str, value: object) -> str | None:
     """None if the case behaves as promised, else what went wrong."""
     kwargs = dict(entry.args())
-    kwargs[arg] = value
+    kwargs[arg] = value() if label in PATHS else value
     accepted = (arg, label) in entry.accepts or (arg, "*") in entry.accepts
     if accepted and entry.slow:
         return None  # a valid value of a slow call: its seeds test runs it
@@ -215,13 +258,16 @@ def run_case(entry, arg: str, label: str, value: object) -> str | None:
             return f"listed as accepted, but raised {type(err).__name__}: {err}"
         if not names_argument(str(err), arg):
             return f"{type(err).__name__} does not name {arg!r}: {err}"
+        took = time.perf_counter() - start
+        if entry.slow is not None and took > REFUSAL_LIMIT:
+            return f"refused after {took:.2f} s: validate before the first step"
         return None
     except Exception as err:  # noqa: BLE001 - any other exception breaks the promise
         return f"{type(err).__name__} (not ValueError/TypeError): {err}"[:300]
     finally:
         plt.close("all")
-    if accepted:
-        return None
+    if accepted or (label in HUGE_SEEDS and entry.slow is None):
+        return None  # a huge seed may seed a generator as it is (no offset added)
     return f"accepted silently ({time.perf_counter() - start:.2f} s)"
 
 

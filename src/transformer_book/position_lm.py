@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from ._validate import (
     check_broadcasts,
+    check_device,
     check_int,
     check_like_module,
     check_tensor,
@@ -146,6 +147,8 @@ class PositionLM(nn.Module):
 
     def position_bias(self, t: int, device: torch.device) -> Tensor | None:
         """The (H, T, T) bias on the scores, for "t5" and "alibi"; else None."""
+        check_int("t", t, minimum=0)
+        check_device("device", device)
         if self.cfg.position == "t5":
             return self.t5_bias(t)
         if self.cfg.position == "alibi":

@@ -18,6 +18,7 @@ from .._validate import (
     check_has_values,
     check_int,
     check_real,
+    check_seed,
     check_tensor,
 )
 
@@ -173,7 +174,7 @@ def offline_dataset(
     they act at random. Their returns spread from 0 to near ``max_return``.
     """
     check_int("n_trajectories", n_trajectories, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_real("random_share", random_share, 0.0, 1.0)
     gen = torch.Generator().manual_seed(seed)
     n = n_trajectories

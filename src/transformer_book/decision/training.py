@@ -21,6 +21,7 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
+    check_seed,
 )
 from ..device import set_seed
 from ..train import train
@@ -77,7 +78,7 @@ def train_decision_transformer(
     ``set_seed(seed)``; AdamW at ``lr``, decayed to 0 along a half cosine. Returns
     the model (in eval mode) and ``train``'s history.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
@@ -152,7 +153,7 @@ def rollout(
         )
     targets = _targets("target_return", target_return)  # (K,)
     check_int("n_episodes", n_episodes, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -251,7 +252,7 @@ def run_decision(
     return of each, their rank correlation with the targets, and the data's best
     and mean returns for comparison. About 4 s on a 2-core CPU.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     check_int("n_episodes", n_episodes, minimum=1)
     if isinstance(targets, str) or not isinstance(targets, Sequence):

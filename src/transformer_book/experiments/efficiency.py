@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._parallel import map_runs
+from .._validate import check_compute_device, check_instance, check_int, check_seed
 from ..attention import MultiHeadAttention
 from ..data import lookup_task, recall_task
 from ..device import set_seed
@@ -106,6 +107,9 @@ def kv_cache_bytes(cfg: GPTConfig, tokens: int, dtype_bytes: int = 4) -> int:
     The formula behind ``GPT.forward_cached``'s cache of L pairs (B, Hkv, P, Dh),
     for one sequence of ``tokens`` positions.
     """
+    check_instance("cfg", cfg, GPTConfig)
+    check_int("tokens", tokens, minimum=0)
+    check_int("dtype_bytes", dtype_bytes, minimum=1)
     n_kv = cfg.n_heads if cfg.n_kv_heads is None else cfg.n_kv_heads
     d_head = cfg.d_model // cfg.n_heads
     return 2 * cfg.n_layers * n_kv * d_head * tokens * dtype_bytes
@@ -127,8 +131,14 @@ def run_kv_sharing(
     """
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_seed("seed", seed)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if isinstance(kv_heads, str) or not isinstance(kv_heads, tuple | list):
+        raise TypeError(f"kv_heads must be a tuple of ints, got {kv_heads!r}")
+    for i, n_kv in enumerate(kv_heads):
+        check_int(f"kv_heads[{i}]", n_kv, minimum=1)
+    check_compute_device("device", device)
     if not kv_heads:
         raise ValueError("kv_heads must name at least one key/value head count")
     windows = prose_windows(seed, steps, 16)  # steps x (16, T): shared by all
@@ -152,8 +162,7 @@ def _kv_run(n_kv: int, windows: list[Tensor], seed: int, device) -> dict[str, fl
 
 
 def _check_seed(seed) -> None:
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_seed("seed", seed)
 
 
 def scattered_recall(
@@ -255,7 +264,7 @@ def run_recall_approximations(
     sees only the last ``WINDOW`` tokens can at best answer the symbols inside the
     window and guess the rest: (w + (T - 1 - w) / 8) / (T - 1) with w = WINDOW - 1.
     """
-    _check_run(seed, steps, n_test, kinds)
+    _check_run(seed, steps, n_test, kinds, device)
     gen = torch.Generator().manual_seed(seed + 100)
 
     def draw(n: int, generator: torch.Generator) -> tuple[tuple, Tensor]:
@@ -280,7 +289,7 @@ def run_lookup_approximations(
     :data:`LOOKUP_SIZES`. A sliding window sees the last 15 pairs of 32: at best
     (15 + 17 / 16) / 32, about 50%.
     """
-    _check_run(seed, steps, n_test, kinds)
+    _check_run(seed, steps, n_test, kinds, device)
     gen = torch.Generator().manual_seed(seed + 300)
 
     def draw(n: int, generator: torch.Generator) -> tuple[tuple, Tensor]:
@@ -292,8 +301,11 @@ def run_lookup_approximations(
     )
 
 
-def _check_run(seed, steps, n_test, kinds) -> None:
+def _check_run(seed, steps, n_test, kinds, device) -> None:
     _check_seed(seed)
+    if isinstance(kinds, str) or not isinstance(kinds, tuple | list):
+        raise TypeError(f"kinds must be a tuple of names, got {kinds!r}")
+    check_compute_device("device", device)
     for name, value in (("steps", steps), ("n_test", n_test)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_compute_device, check_int
+from .._validate import check_compute_device, check_int, check_seed
 from ..data import IGNORE_INDEX, TwoRelationBatch, two_relation_task
 from ..device import get_device, set_seed
 from ..probe import (
@@ -106,8 +106,11 @@ def fit(
 
     Returns the model (in eval mode, on ``device``) and ``train``'s history.
     """
-    if steps < 1:
-        raise ValueError(f"steps must be positive, got {steps}")
+    check_int("n_heads", n_heads, minimum=1)
+    check_int("n_layers", n_layers, minimum=1)
+    check_int("steps", steps, minimum=1)
+    check_seed("seed", seed)
+    check_compute_device("device", device)
     set_seed(seed)
     model = make_model(n_heads, n_layers)
     gen = torch.Generator().manual_seed(seed + 1)
@@ -242,7 +245,7 @@ def run_heads(
     seed: int = 0, steps: int = 400, device: torch.device | str | None = None
 ) -> HeadsResult:
     """Train the chapter's three models with ``seed`` and measure them."""
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     check_compute_device("device", device)
     test = make_test_set()

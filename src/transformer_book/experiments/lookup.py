@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._validate import check_compute_device, check_int, check_real, check_seed
 from ..attention import scaled_dot_product_attention
 from ..data import LookupBatch, lookup_task
 from ..device import set_seed
@@ -123,6 +124,11 @@ def train_lookup(
     The initial weights come from ``seed``, the training rows from ``seed + 1``:
     both models of the chapter start from the same weights and see the same rows.
     """
+    if not (isinstance(model_class, type) and issubclass(model_class, LookupAttention)):
+        raise TypeError(
+            f"model_class must be LookupAttention or a subclass, got {model_class!r}"
+        )
+    _check_training(seed, steps, lr, batch_size, device)
     set_seed(seed)
     model = model_class(N_KEYS, N_VALUES)
     history = train(
@@ -134,6 +140,16 @@ def train_lookup(
         device=device,
     )
     return model, history
+
+
+def _check_training(seed, steps, lr, batch_size, device) -> None:
+    check_seed("seed", seed)
+    if seed >= 2**62:  # the rows are seeded with seed + 1 and seed + 123
+        raise ValueError(f"seed must be below 2**62, got {seed}")
+    check_int("steps", steps, minimum=1)
+    check_real("lr", lr, 0.0, low_open=True)
+    check_int("batch_size", batch_size, minimum=1)
+    check_compute_device("device", device)
 
 
 def half_norms(model: LookupAttention) -> dict[str, tuple[float, float]]:
@@ -177,15 +193,8 @@ def run_lookup(
     Weights from ``seed``, training rows from ``seed + 1``, ``n_test`` test rows from
     ``seed + 123`` (so ``seed=0`` is the chapter's run).
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    if steps < 1 or batch_size < 1 or n_test < 1:
-        raise ValueError(
-            f"steps, batch_size and n_test must be positive, got steps={steps}, "
-            f"batch_size={batch_size}, n_test={n_test}"
-        )
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    _check_training(seed, steps, lr, batch_size, device)
+    check_int("n_test", n_test, minimum=1)
     device = torch.device(device) if device is not None else torch.device("cpu")
 
     set_seed(seed)

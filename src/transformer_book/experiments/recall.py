@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validate import check_compute_device, check_int, check_real, check_seed
 from ..data import recall_task
 from ..device import set_seed
 from ..recurrent import AttentionClassifier, LSTMClassifier
@@ -65,15 +66,13 @@ def _check(
 ) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    if min(distance, steps, n_test) < 1:
-        raise ValueError(
-            f"distance, steps and n_test must be positive, got {distance}, "
-            f"{steps}, {n_test}"
-        )
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    check_seed("seed", seed)
+    if seed >= 2**53:  # the batches are seeded with distance + 1000 * seed
+        raise ValueError(f"seed must be below 2**53, got {seed}")
+    check_int("distance", distance, minimum=1)
+    check_int("steps", steps, minimum=1)
+    check_real("lr", lr, 0.0, low_open=True)
+    check_int("n_test", n_test, minimum=1)
 
 
 def recall_accuracy(
@@ -92,6 +91,7 @@ def recall_accuracy(
     sequences. Chance is 1/8.
     """
     _check(kind, distance, seed, steps, lr, n_test)
+    check_compute_device("device", device)
     set_seed(seed)
     model = make_model(kind)
     batches = torch.Generator().manual_seed(distance + 1000 * seed)
@@ -121,6 +121,10 @@ def run_recall(
     Each entry is :func:`recall_accuracy` of that kind at that distance with this
     ``seed``; the lists follow the order of ``distances``.
     """
+    for name, value in (("kinds", kinds), ("distances", distances)):
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            raise TypeError(f"{name} must be a sequence, got {value!r}")
+    check_compute_device("device", device)
     if len(kinds) == 0 or len(distances) == 0:
         raise ValueError(
             f"kinds and distances must not be empty, got {kinds!r}, {distances!r}"

@@ -37,7 +37,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .._validate import check_int
+from .._validate import (
+    check_compute_device,
+    check_instance,
+    check_int,
+    check_real,
+    check_seed,
+)
 from ..models import GPT, GPTConfig
 from ..tokenizer import get_tokenizer
 from .variants import BLOCK_LEN
@@ -169,6 +175,7 @@ class PowerLawFit:
     r_squared: float  # of the straight line through (log x, log y)
 
     def predict(self, x: float) -> float:
+        check_real("x", x, 0.0, low_open=True)
         return self.a * x**-self.b
 
 
@@ -191,6 +198,7 @@ class OffsetPowerLawFit:
     r_squared: float  # 1 - SSE / SST, in y itself
 
     def predict(self, x: float) -> float:
+        check_real("x", x, 0.0, low_open=True)
         return self.c + self.a * x**-self.b
 
 
@@ -261,7 +269,7 @@ def run_scaling(
     training stream (drawn once, with ``seed + 1``), AdamW at LR after WARMUP
     steps of warm-up. Then the held-out loss of each and the fits over N.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     if (
         not isinstance(sizes, tuple | list)
@@ -275,6 +283,7 @@ def run_scaling(
             f"sizes must be at least two (d_model, n_heads) pairs with different "
             f"d_model, got {sizes!r}"
         )
+    check_compute_device("device", device)
     return _run_scaling(seed, steps, sizes, device)
 
 
@@ -326,6 +335,7 @@ def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
 
 def scaling_claims(run: ScalingRun) -> dict[str, bool]:
     """The claims Chapter 8 states about ``run``, each checked (True = it holds)."""
+    check_instance("run", run, ScalingRun)
     losses = [r.loss for r in run.rows]
     return {
         f"each model beats the one two sizes smaller by {SKIP_GAP} nats or more": all(

@@ -24,7 +24,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_compute_device, check_int, check_real, check_tensor
+from .._validate import (
+    check_compute_device,
+    check_int,
+    check_real,
+    check_seed,
+    check_tensor,
+)
 from ..device import set_seed
 from ..train import accuracy, train
 from ..vision import (
@@ -130,7 +136,7 @@ def train_classifier(
     decay to 0. The model is left in eval mode, on ``device`` (default: where it
     is).
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     steps = check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
@@ -204,7 +210,7 @@ def run_digits(
     ``seed`` draws each model's initial weights (``set_seed(seed)`` before each
     is built) and the batches, the same for the three.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_real("lr", lr, low=0.0, low_open=True)
