@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(shell $(if $(wildcard $(PY)),$(PY),python3) scripts/toc_notebooks.py)
 export TRANSFORMER_BOOK_QUIET := 1
 
-.PHONY: book serve execute test lint unit nbval nbval-alt seeds html browser colab bench margins gpu-check install clean
+.PHONY: book serve execute test lint unit nbval nbval-alt seeds html pdf browser colab bench margins gpu-check install clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -95,6 +95,13 @@ seeds: $(STAMP)
 
 html: book
 
+# A PDF of each edition in _build/pdf/ (and in the site's pdf/ folders, for the
+# download menu): the built HTML printed by headless Chromium (scripts/pdf.py), then
+# read back with poppler-utils (tests/test_pdf.py). Needs `make book` first.
+pdf: $(STAMP)
+	$(PY) scripts/pdf.py
+	$(VENV)/bin/pytest -q -m browser tests/test_pdf.py
+
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
 	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py tests/test_search.py
@@ -108,7 +115,7 @@ colab: $(STAMP)
 	$(call SAY_NUMERICS,default)
 	env $(ALT_NUMERICS) $(VENV)/bin/pytest -q -n 2 -m slow tests/test_colab_like.py
 
-test: lint unit nbval seeds book browser colab
+test: lint unit nbval seeds book pdf browser colab
 	@echo "make test: all stages passed"
 
 clean:

@@ -57,6 +57,13 @@ import html
 import re
 from pathlib import Path
 
+# edition -> the file name of its PDF (scripts/pdf.py, `make pdf`): in _build/pdf/,
+# and in the folder pdf/ of the edition's site, where the download menu links to it
+PDF_NAMES = {
+    "en": "attention-step-by-step.pdf",
+    "zh-TW": "attention-step-by-step.zh-TW.pdf",
+}
+
 # edition -> (its folder under the site's root, the link text that leads to it)
 EDITIONS = {
     "en": ("", "Read this page in English"),
@@ -299,6 +306,7 @@ def setup(app):
     app.connect("builder-inited", _add_accessibility)
     app.connect("build-finished", _finish_ui_labels)
     app.connect("build-finished", _accessible_pages)
+    app.connect("build-finished", _pdf_menu_items)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -697,3 +705,37 @@ SEARCH_JS = r"""
   }
 })();
 """
+
+
+# -- the download menu offers the edition's PDF (`make pdf`, scripts/pdf.py) ------
+
+_DOWNLOAD_MENU = re.compile(
+    r'(<div class="dropdown dropdown-download-buttons">.*?<ul class="dropdown-menu">)',
+    re.S,
+)
+PDF_LABELS = {"en": "PDF of the book", "zh-TW": "全書 PDF"}
+
+
+def pdf_menu_item(page: str, edition: str, depth: int) -> str:
+    """``page`` with its download menu's first item the edition's PDF, which is
+    ``pdf/<PDF_NAMES[edition]>`` under the edition's root (``depth`` folders up)."""
+    href = "../" * depth + "pdf/" + PDF_NAMES[edition]
+    item = (
+        f'\n<li><a href="{href}" class="btn btn-sm dropdown-item" download'
+        f' title="{PDF_LABELS[edition]}"><span class="btn__icon-container">'
+        f'<i class="fas fa-file-pdf"></i></span><span class="btn__text-container">'
+        f"{PDF_LABELS[edition]}</span></a></li>"
+    )
+    return _DOWNLOAD_MENU.sub(lambda m: m.group(1) + item, page, count=1)
+
+
+def _pdf_menu_items(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    for path in outdir.rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        depth = len(path.relative_to(outdir).parts) - 1
+        new = pdf_menu_item(text, app.config.tb_edition, depth)
+        if new != text:
+            path.write_text(new, encoding="utf-8")

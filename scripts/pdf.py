@@ -1,0 +1,452 @@
+"""A PDF of each edition (issue 45): ``make pdf`` writes _build/pdf/<name>.pdf.
+
+The route: the HTML that ``make book`` built, printed by the headless Chromium the
+browser tests use (Debian's, driven by Playwright). The PDF thus has the web's own
+MathJax formulas, figures and fonts, and no second toolchain (TeX Live) is needed.
+
+For each edition, the pages of the table of contents are joined into one print
+document (_build/pdf/html/<edition>.html) that is the HTML of the pages' articles,
+changed for paper:
+- a title page, and a contents list whose page numbers come from a first print
+  (Chromium's PDF outline gives each heading's page), filled in for the second;
+- each page of the book starts on a new sheet; ids are prefixed with the page's name
+  and links between pages point within the document, so cross-references and
+  citations link within the PDF; each chapter names its Colab notebook's address;
+- widgets are left out (each chapter draws the widget's default figure in a plain
+  cell before it); a concept check prints its question and choices, and its answers
+  with their explanations go to the chapter's end matter; an exercise's solution
+  goes there too, after the answers; hidden code cells print open;
+- code wraps within the page (book/_ext/print.css); the zh-TW edition is set in
+  Noto Sans/Serif CJK TC (Debian's fonts-noto-cjk), never a Simplified face.
+
+Usage: python scripts/pdf.py [en] [zh-TW]   (both by default)
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+from urllib.request import pathname2url
+
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "_build" / "pdf"
+CSS = ROOT / "book" / "_ext" / "print.css"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+# edition -> (the built HTML, its table of contents, the PDF's file name, and where
+# the site's download menu finds it: book/_ext/book_html.py's PDF_NAMES)
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from book_html import PDF_NAMES  # noqa: E402
+
+EDITIONS = {
+    "en": (ROOT / "_build" / "html", ROOT / "_toc.yml", ROOT / "_config.yml"),
+    "zh-TW": (
+        ROOT / "zh-TW" / "_build" / "html",
+        ROOT / "zh-TW" / "_toc.yml",
+        ROOT / "zh-TW" / "_config.yml",
+    ),
+}
+# The captions the print form adds, in each edition's language
+LABELS = {
+    "en": {
+        "contents": "Contents",
+        "answers": "Answers to the concept checks",
+        "solutions": "Solutions to the exercises",
+        "solution_link": "Solution: at the end of the chapter",
+        "answers_link": "Answers: at the end of the chapter",
+        "colab": "Run this chapter's notebook on Colab:",
+        "solution_of": "Solution",
+        "edition": "English edition",
+        "web": "The web edition:",
+    },
+    "zh-TW": {
+        "contents": "目錄",
+        "answers": "概念檢查的答案",
+        "solutions": "習題解答",
+        "solution_link": "解答：見本章末",
+        "answers_link": "答案：見本章末",
+        "colab": "在 Colab 上執行本章的筆記本：",
+        "solution_of": "解答",
+        "edition": "臺灣正體中文版",
+        "web": "網頁版：",
+    },
+}
+WEB = "https://transformer-book.github.io/transformer-book/"
+
+
+def toc_pages(toc: Path) -> list[tuple[str | None, str]]:
+    """(part caption or None, page path without suffix) in the book's order."""
+    data = yaml.safe_load(toc.read_text(encoding="utf-8"))
+    pages = [(None, data["root"])]
+    for part in data.get("parts", []):
+        for chapter in part["chapters"]:
+            pages.append((part.get("caption"), chapter["file"]))
+    return pages
+
+
+def _anchor(page: str, ident: str = "") -> str:
+    base = page.replace("/", "-")
+    return f"{base}--{ident}" if ident else base
+
+
+def _file_uri(path: Path) -> str:
+    return "file://" + pathname2url(str(path.resolve()))
+
+
+def _rewrite_links(article, page: str, html_root: Path, known: set[str]) -> None:
+    """Ids prefixed with the page; links between pages within the document; the
+    sources of images and other files as absolute file URIs."""
+    page_url = _file_uri(html_root / f"{page}.html")
+    root_url = _file_uri(html_root) + "/"
+    for tag in article.find_all(id=True):
+        tag["id"] = _anchor(page, tag["id"])
+    for tag in article.find_all(["a", "img", "source"]):
+        attr = "href" if tag.name == "a" else "src"
+        url = tag.get(attr)
+        if not url or re.match(r"^[a-z][a-z0-9+.-]*:", url) or url.startswith("//"):
+            continue
+        if url.startswith("#"):
+            tag[attr] = "#" + _anchor(page, url[1:])
+            continue
+        absolute = urljoin(page_url, url)
+        parsed = urlparse(absolute)
+        target = parsed.path[len(urlparse(root_url).path) :].removesuffix(".html")
+        if tag.name == "a" and target in known:
+            tag[attr] = "#" + _anchor(target, parsed.fragment)
+        else:
+            tag[attr] = absolute
+
+
+def _colab_url(soup) -> str | None:
+    link = soup.find("a", href=re.compile(r"colab\.research\.google\.com"))
+    return link["href"] if link else None
+
+
+def _end_matter(soup, article, page: str, labels: dict) -> list:
+    """Take the concept checks' answers and the exercises' solutions out of the
+    text; return the chapter's end matter (headings and blocks) in their order."""
+    answers, solutions = [], []
+    for number, quiz in enumerate(article.select("div.tb-quiz"), 1):
+        copy = BeautifulSoup(str(quiz), "html.parser").div
+        copy["id"] = _anchor(page, f"tb-answers-{number}")
+        copy["class"] = ["tb-quiz", "tb-quiz-answers"]
+        for option in copy.select("details.tb-option"):
+            option["open"] = ""
+        answers.append(copy)
+        for option in quiz.select("details.tb-option"):
+            choice = soup.new_tag("p", attrs={"class": "tb-choice"})
+            for child in list(option.summary.contents):
+                choice.append(child)
+            option.replace_with(choice)
+        link = soup.new_tag("a", href="#" + copy["id"])
+        link.string = labels["answers_link"]
+        note = soup.new_tag("p", attrs={"class": "tb-see"})
+        note.append(link)
+        quiz.append(note)
+    number = 0
+    for details in article.find_all("details"):
+        summary = details.find("summary", recursive=False)
+        if summary is None or "tb-option" in (details.get("class") or []):
+            continue
+        if summary.get_text(strip=True) not in {"Solution", "解答"}:
+            continue
+        number += 1
+        section = details.find_parent("section")
+        heading = section.find(["h2", "h3", "h4"]) if section else None
+        target = section.get("id", "") if section else ""
+        block = soup.new_tag("div", attrs={"class": "tb-solution"})
+        block["id"] = _anchor(page, f"tb-solution-{number}")
+        title = soup.new_tag("p", attrs={"class": "tb-solution-title"})
+        if heading is not None:
+            back = soup.new_tag("a", href="#" + target)
+            back.string = heading.get_text(" ", strip=True)
+            title.append(back)
+        block.append(title)
+        summary.decompose()
+        for child in list(details.contents):
+            block.append(child)
+        solutions.append(block)
+        link = soup.new_tag("a", href="#" + block["id"])
+        link.string = labels["solution_link"]
+        note = soup.new_tag("p", attrs={"class": "tb-see"})
+        note.append(link)
+        details.replace_with(note)
+    out = []
+    for key, blocks in (("answers", answers), ("solutions", solutions)):
+        if blocks:
+            heading = soup.new_tag("h2", attrs={"class": "tb-end-matter"})
+            heading["id"] = _anchor(page, f"tb-{key}")
+            heading.string = labels[key]
+            out += [heading, *blocks]
+    return out
+
+
+def print_page(edition: str, page: str, html_root: Path, known: set[str]) -> str:
+    """The print form of one built page: its article, as HTML."""
+    labels = LABELS[edition]
+    source = (html_root / f"{page}.html").read_text(encoding="utf-8")
+    soup = BeautifulSoup(source, "html.parser")
+    article = soup.find("article", class_="bd-article")
+    for tag in article.select(
+        ".tb-edition-link, a.headerlink, script, .tb-widget-a11y, style"
+    ):
+        tag.decompose()
+    for output in article.select(".cell_output"):
+        # a widget's output holds only its view's <script>, removed above
+        if not output.get_text(strip=True) and not output.find(["img", "svg"]):
+            output.decompose()
+    end = _end_matter(soup, article, page, labels)
+    for details in article.find_all("details"):  # hidden cells print open
+        details["open"] = ""
+    colab = _colab_url(soup)
+    h1 = article.find("h1")
+    if colab and h1 is not None:
+        note = soup.new_tag("p", attrs={"class": "tb-colab"})
+        note.append(labels["colab"] + " ")
+        link = soup.new_tag("a", href=colab)
+        link.string = colab
+        note.append(link)
+        h1.insert_after(note)
+    wrapper = soup.new_tag("div", attrs={"class": "tb-page", "id": _anchor(page)})
+    for child in list(article.contents):
+        wrapper.append(child)
+    for block in end:
+        wrapper.append(block)
+    _rewrite_links(wrapper, page, html_root, known)
+    return str(wrapper)
+
+
+def _head(html_root: Path, page: str) -> str:
+    """The style sheets and MathJax of a built page, with absolute URLs."""
+    soup = BeautifulSoup(
+        (html_root / f"{page}.html").read_text(encoding="utf-8"), "html.parser"
+    )
+    page_url = _file_uri(html_root / f"{page}.html")
+    out = []
+    for link in soup.head.find_all("link", rel="stylesheet"):
+        out.append(f'<link rel="stylesheet" href="{urljoin(page_url, link["href"])}">')
+    for script in soup.head.find_all("script"):
+        src = script.get("src", "")
+        text = script.string or ""
+        if "mathjax" in src.lower():
+            out.append(f'<script defer src="{urljoin(page_url, src)}"></script>')
+        elif text.startswith("window.MathJax"):
+            out.append(f"<script>{text}</script>")
+    return "\n".join(out)
+
+
+def document(edition: str, pages: dict[str, str] | None = None) -> tuple[str, list]:
+    """The print document of an edition and its contents entries (anchor, level,
+    title). ``pages``: page number of each anchor, from a first print."""
+    html_root, toc, config = EDITIONS[edition]
+    labels = LABELS[edition]
+    title = yaml.safe_load(config.read_text(encoding="utf-8"))["title"]
+    order = toc_pages(toc)
+    known = {page for _, page in order}
+    bodies, entries, last_part = [], [], None
+    for part, page in order:
+        body = print_page(edition, page, html_root, known)
+        soup = BeautifulSoup(body, "html.parser")
+        if part and part != last_part:
+            entries.append((None, 0, part))
+            last_part = part
+        for heading in soup.find_all(["h1", "h2"]):
+            level = 1 if heading.name == "h1" else 2
+            anchor = heading.get("id") or heading.parent.get("id")
+            entries.append((anchor if level == 2 else _anchor(page), level, heading))
+        bodies.append(body)
+    rows = []
+    for anchor, level, heading in entries:
+        if anchor is None:
+            rows.append(f'<li class="tb-toc-part">{html.escape(heading)}</li>')
+            continue
+        text = "".join(
+            str(c) for c in heading.contents if getattr(c, "name", None) != "a"
+        )
+        number = (pages or {}).get(anchor, "")
+        rows.append(
+            f'<li class="tb-toc-{level}"><a href="#{anchor}"><span class="tb-toc-text">'
+            f'{text}</span><span class="tb-toc-page">{number}</span></a></li>'
+        )
+    lang = "zh-Hant-TW" if edition == "zh-TW" else "en"
+    doc = f"""<!DOCTYPE html>
+<html lang="{lang}" data-mode="light" data-theme="light">
+<head><meta charset="utf-8"><title>{html.escape(title)}</title>
+{_head(html_root, order[0][1])}
+<link rel="stylesheet" href="{_file_uri(CSS)}">
+</head>
+<body class="tb-print tb-print-{edition}">
+<div class="bd-article-container"><article class="bd-article" role="main">
+<section class="tb-title-page">
+<p class="tb-title">{html.escape(title)}</p>
+<p class="tb-edition">{labels["edition"]}</p>
+<p class="tb-web">{labels["web"]} <a href="{WEB}">{WEB}</a></p>
+</section>
+<nav class="tb-toc" aria-label="{labels["contents"]}">
+<p class="tb-toc-title">{labels["contents"]}</p>
+<ul>{"".join(rows)}</ul>
+</nav>
+{"".join(bodies)}
+</article></div>
+</body></html>
+"""
+    return doc, entries
+
+
+def _outline_pages(pdf: Path) -> list[tuple[int, str, int]]:
+    """(depth, title, 1-based page) of every bookmark, in document order."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(pdf)
+    found = []
+
+    def walk(items, depth):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                page = reader.get_destination_page_number(item) + 1
+                found.append((depth, item.title, page))
+
+    walk(reader.outline, 0)
+    return found
+
+
+def _open(browser, source: Path):
+    """The print document in a page, formulas typeset, fonts and images loaded."""
+    page = browser.new_page()
+    page.goto(_file_uri(source), wait_until="load", timeout=300_000)
+    page.emulate_media(media="print")
+    page.evaluate(
+        """async () => {
+          if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+          await document.fonts.ready;
+          await Promise.all([...document.images].map(img => img.complete ? null :
+            new Promise(done => { img.onload = img.onerror = done; })));
+        }"""
+    )
+    return page
+
+
+def _print(page, target: Path, tagged: bool = True) -> None:
+    page.pdf(
+        path=str(target),
+        format="A4",
+        margin={"top": "18mm", "bottom": "18mm", "left": "18mm", "right": "18mm"},
+        print_background=True,
+        display_header_footer=True,
+        header_template="<span></span>",
+        footer_template=(
+            '<div style="font-size:8pt;width:100%;text-align:center;color:#555">'
+            '<span class="pageNumber"></span></div>'
+        ),
+        outline=tagged,  # the bookmarks: Chromium's, from the headings (needs tagged)
+        tagged=tagged,
+    )
+
+
+def _overlay(target: Path, numbers: Path) -> None:
+    """Lay each page of ``numbers`` over the page of ``target`` with its number."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=target)
+    for i, page in enumerate(PdfReader(numbers).pages):
+        writer.pages[i].merge_page(page)
+    with open(target, "wb") as file:
+        writer.write(file)
+
+
+def _heading_pages(edition: str, pdf: Path, entries: list) -> dict[str, int]:
+    """The page of each contents entry (a chapter, depth 0, or a section, depth 1)
+    from the first print's bookmarks, which are the document's headings in order."""
+    outline = [(d + 1, p) for d, _, p in _outline_pages(pdf) if d <= 1]
+    wanted = [(a, level) for a, level, _ in entries if a is not None]
+    if [level for _, level in wanted] != [level for level, _ in outline]:
+        raise RuntimeError(
+            f"{edition}: {len(outline)} bookmarks of chapters and sections for "
+            f"{len(wanted)} contents entries"
+        )
+    return {a: p for (a, _), (_, p) in zip(wanted, outline, strict=True)}
+
+
+def build(edition: str, browser) -> Path:
+    start = time.monotonic()
+    work = OUT / "html"
+    work.mkdir(parents=True, exist_ok=True)
+    source = work / f"{edition}.html"
+    target = OUT / PDF_NAMES[edition]
+    doc, entries = document(edition)
+    # The contents' page numbers come from the bookmarks of the print; a second
+    # print of the title page and the contents alone, showing only the numbers, is
+    # laid over the first (the same layout: the chapters come after them).
+    source.write_text(doc.replace('"tb-toc-page"></span>', '"tb-toc-page">000</span>'))
+    page = _open(browser, source)
+    page.add_style_tag(content=".tb-toc-page { visibility: hidden; }")
+    _print(page, target)
+    pages = _heading_pages(edition, target, entries)
+    page.evaluate(
+        """pages => {
+          document.querySelectorAll(".tb-toc a").forEach(a => {
+            a.querySelector(".tb-toc-page").textContent =
+              pages[a.getAttribute("href").slice(1)] || "";
+          });
+          document.querySelectorAll(".tb-page").forEach(p => p.remove());
+        }""",
+        pages,
+    )
+    page.add_style_tag(
+        content="body * { visibility: hidden; } .tb-toc-page { visibility: visible; }"
+    )
+    numbers = OUT / "html" / f"{edition}-numbers.pdf"
+    _print(page, numbers, tagged=False)
+    page.close()
+    _overlay(target, numbers)
+    site = EDITIONS[edition][0] / "pdf"  # where the download menu points
+    site.mkdir(exist_ok=True)
+    shutil.copy2(target, site / target.name)
+    if edition == "zh-TW" and (ROOT / "_build" / "html" / "zh-TW").is_dir():
+        copy = ROOT / "_build" / "html" / "zh-TW" / "pdf"
+        copy.mkdir(exist_ok=True)
+        shutil.copy2(target, copy / target.name)
+    print(
+        f"{target.relative_to(ROOT)}: {_page_count(target)} pages, "
+        f"{target.stat().st_size / 1e6:.1f} MB, {time.monotonic() - start:.0f} s"
+    )
+    return target
+
+
+def _page_count(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True)
+    match = re.search(r"^Pages:\s+(\d+)", info.stdout, re.M)
+    return int(match.group(1)) if match else -1
+
+
+def main(argv: list[str]) -> int:
+    from playwright.sync_api import sync_playwright
+
+    editions = argv or list(EDITIONS)
+    for edition in editions:
+        if edition not in EDITIONS:
+            raise SystemExit(f"unknown edition {edition!r}: one of {list(EDITIONS)}")
+        if not (EDITIONS[edition][0] / "book").is_dir():
+            raise SystemExit(f"{edition}: no built HTML; run `make book` first")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM)
+        for edition in editions:
+            build(edition, browser)
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
