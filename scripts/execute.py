@@ -72,7 +72,7 @@ def execute(path: Path, save: bool) -> float:
     nb = nbformat.read(path, as_version=4)
     os.environ["TRANSFORMER_BOOK_QUIET"] = "1"
     with tempfile.TemporaryDirectory() as empty:  # no paths into the repository
-        # the zh-TW figures' rendering time (figure_text), which a reader never waits
+        # the zh-TW figures' rendering time (_figure_text): a reader never waits for it
         zh_seconds = Path(tempfile.gettempdir()) / f"zh_figures_s_{os.getpid()}"
         zh_seconds.unlink(missing_ok=True)
         os.environ["TRANSFORMER_BOOK_FIGURES_ZH_SECONDS"] = str(zh_seconds)

@@ -2,7 +2,7 @@
 
 When a chapter is executed, ``plot.show`` and ``plot.figure_view`` render each
 finished figure a second time with its texts from ``figures.po``
-(``transformer_book.figure_text``) and keep that PNG in the output's metadata:
+(``transformer_book._figure_text``) and keep that PNG in the output's metadata:
 ``figure_zh`` on a ``show``'s output, ``figure_zh_views`` (widget model id ->
 rendering) on a linked widget's output. Each rendering records the translations it
 used (``texts``) and the strings the catalogue lacked (``missing``).
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_PO = ROOT / "locale" / "zh_TW" / "LC_MESSAGES" / "figures.po"
-META_KEY = "figure_zh"  # as in transformer_book.figure_text
+META_KEY = "figure_zh"  # as in transformer_book._figure_text
 VIEWS_KEY = "figure_zh_views"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 _IMG_SRC = re.compile(r'(<img src="data:image/png;base64,)([^"]+)(")')

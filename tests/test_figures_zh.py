@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 from matplotlib.ft2font import FT2Font  # noqa: E402
 
-from transformer_book import figure_text, plot  # noqa: E402
+from transformer_book import _figure_text as figure_text  # noqa: E402
+from transformer_book import plot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from matplotlib import cycler, font_manager
 
+from ._figure_text import META_KEY, VIEWS_KEY, keep_texts, zh_rendering
 from ._validate import check_real
-from .figure_text import META_KEY, VIEWS_KEY, keep_texts, zh_rendering
 
 __all__ = [
     "use_book_style",
@@ -378,7 +378,7 @@ def show(fig, alt: str) -> None:
     ``plt.show()``; the text travels in the output's metadata (``image/png``:
     ``alt``), where the HTML book's build (``book/_ext``) puts it on the ``<img>``.
     Where the zh-TW edition is built, the metadata also carries the figure rendered
-    with its texts in Chinese (``figure_text.zh_rendering``).
+    with its texts in Chinese (``_figure_text.zh_rendering``).
     """
     from IPython import get_ipython
     from IPython.display import display
