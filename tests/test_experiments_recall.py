@@ -83,7 +83,7 @@ def test_run_recall_returns_one_accuracy_per_kind_and_distance():
     ],
 )
 def test_run_recall_rejects_bad_arguments(kwargs):
-    with pytest.raises(ValueError):
+    with pytest.raises((ValueError, TypeError)):  # TypeError: a seed that is no int
         run_recall(**kwargs)
 
 

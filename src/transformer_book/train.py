@@ -14,7 +14,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_compute_device, check_int, check_real, check_tensor
+from ._validate import (
+    check_compute_device,
+    check_has_values,
+    check_int,
+    check_real,
+    check_tensor,
+)
 from .device import autocast
 
 __all__ = [
@@ -167,6 +173,8 @@ def accuracy(logits: Tensor, targets: Tensor, ignore_index: int | None = None) -
     """
     check_tensor("logits", logits)
     check_tensor("targets", targets, "int")
+    check_has_values("logits", logits)
+    check_has_values("targets", targets)
     if logits.dim() < 1 or logits.shape[-1] < 1 or logits.shape[:-1] != targets.shape:
         raise ValueError(
             f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} "
@@ -221,6 +229,8 @@ def sequence_accuracy(predicted: Tensor, targets: Tensor, pad_id: int) -> float:
     """
     check_tensor("predicted", predicted, "int")
     check_tensor("targets", targets, "int")
+    check_has_values("predicted", predicted)
+    check_has_values("targets", targets)
     check_int("pad_id", pad_id)
     if predicted.dim() != 2 or targets.dim() != 2 or len(predicted) != len(targets):
         raise ValueError(

@@ -55,6 +55,9 @@ def _target_counts() -> dict[str, float]:
     }
 
 
+_TOO_LARGE = 1e3  # far past any change of a LayerNorm's output (D = 64: under 20)
+
+
 @checker("targets_answer", todo=TODO_NUMBERS)
 def check_targets_answer(gpt, bert, t5, factor) -> None:
     """Exercise 6.3: the training targets that 12 windows of 64 tokens give GPT,
@@ -143,6 +146,11 @@ def check_bert_cache_answer(largest_change, bert_positions, gpt_positions) -> No
     if change < 0:
         raise AssertionError(
             "largest_change should be a size, |before - after|.max(), not negative"
+        )
+    if change > _TOO_LARGE:
+        raise AssertionError(
+            f"largest_change is {change:.3g}: BERT's vectors leave a LayerNorm, so "
+            "each of their numbers is a few units at most, and so is a change"
         )
     if change <= _CHANGED:
         raise AssertionError(

@@ -51,6 +51,8 @@ def make_model(
 
     Shapes: tokens (B, T) int -> logits (B, n_symbols)
     """
+    check_int("n_symbols", n_symbols, minimum=1)
+    check_int("n_fillers", n_fillers, minimum=1)
     vocab_size = n_symbols + n_fillers + 1
     if kind == "LSTM":
         return LSTMClassifier(vocab_size, n_symbols, d_model=d_model)
