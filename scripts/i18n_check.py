@@ -46,7 +46,7 @@ _MAGNITUDE = re.compile(
 # "14 to 300 million", "7–224 thousand", "14 到 300 萬": the first end of a range
 # has the magnitude written once after the second (when it is the smaller number;
 # "from 768 to 1.5 billion" starts at 768)
-_RANGE_START = re.compile(r"(\d+(?:[.,]\d+)*)\s?(?:to|–|—|-|到|至|～|~)\s?$")
+_RANGE_START = re.compile(r"(\d+(?:[.,]\d+)*)\s?(?:to|–|—|-|→|到|至|～|~)\s?$")
 
 
 @functools.total_ordering

@@ -328,6 +328,7 @@ def test_extract_leaves_a_clean_checkout_clean(tmp_path):
         ("22.6M parameters", "2,260 萬個參數"),
         ("pretrained on 14 to 300 million images", "預訓練 1,400 萬到 3 億張影像"),
         ("pretrained on 14–300 million images", "預訓練 14M–300M 張影像"),
+        ("34 → 67 million operations", "從 3,400 萬增加到 6,700 萬次"),
         ("from 768 to 1.5 billion parameters", "從 768 到 15 億個參數"),
         ("1 trillion", "1 兆"),
         ("a variance of 1.0 over 64 rows", "64 列的變異數是 1.0"),
