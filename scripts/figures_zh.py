@@ -202,7 +202,15 @@ def main(args: list[str]) -> int:
     catalogue = translations()
     total = 0
     for path in chapters():
-        found = problems(nbformat.read(path, as_version=4), catalogue, path.name)
+        nb = nbformat.read(path, as_version=4)
+        found = problems(nb, catalogue, path.name)
+        rendered = dict(renderings(nb))
+        unrendered = [w for w, _ in english_figures(nb) if w not in rendered]
+        if unrendered:
+            found.append(
+                f"{path.name}: {len(unrendered)} figures with no zh-TW rendering: "
+                "execute the chapter where Noto Sans CJK TC is installed"
+            )
         total += len(found)
         print("\n".join(found) or f"{path.name}: ok")
     return 1 if total else 0
