@@ -3109,14 +3109,10 @@ GAPS.update(
             "experiments.efficiency.RecallReader",
             "experiments.efficiency.RecallReader.forward",
             "experiments.efficiency.RecallReader.read",
-            "experiments.efficiency.scattered_recall",
             "experiments.heads.classify_heads",
-            "experiments.heads.evaluate",
             "experiments.heads.evaluate_without",
             "experiments.heads.head_means",
             "experiments.heads.make_model",
-            "experiments.heads.make_test_set",
-            "experiments.heads.maps_of",
             "experiments.heads.relation_scores",
             "experiments.lookup.LookupAttention",
             "experiments.lookup.LookupAttention.attend",
@@ -3124,9 +3120,6 @@ GAPS.update(
             "experiments.lookup.LookupAttention.items",
             "experiments.lookup.UniformAverage",
             "experiments.lookup.UniformAverage.attend",
-            "experiments.lookup.half_norms",
-            "experiments.lookup.lookup_batches",
-            "experiments.vision.cls_attention_maps",
         )
     }
 )

@@ -48,7 +48,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from ._parallel import can_fork
-from ._validate import check_int, check_real, check_tensor
+from ._validate import check_int, check_real, check_seed, check_tensor
 from .models import GPT, GPTConfig
 
 __all__ = [
@@ -252,7 +252,7 @@ def _check_step(caller, model_fn, batch, world_size, lr, seed, loss_fn) -> Tenso
         if caller == "ddp_step":
             _check_importable(name, fn)
     check_real("lr", lr, 0.0, low_open=True)
-    check_int("seed", seed, 0)
+    check_seed("seed", seed)
     batch = token_batch() if batch is None else batch
     check_tensor("batch", batch)
     if batch.dim() == 0 or batch.shape[0] == 0 or batch.shape[0] % world_size:

@@ -175,6 +175,7 @@ def scattered_recall(
 
     Shapes: returns tokens (B, t) and targets (B,)
     """
+    check_int("t", t, minimum=2)  # the symbol and the query, at least
     batch = recall_task(batch_size, t - 1, generator=generator)  # (B, t)
     order = torch.rand(batch_size, t - 1, generator=generator).argsort(dim=1)
     body = batch.tokens[:, :-1].gather(1, order)  # (B, t - 1), shuffled per row

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_compute_device, check_int, check_seed
+from .._validate import check_compute_device, check_instance, check_int, check_seed
 from ..data import IGNORE_INDEX, TwoRelationBatch, two_relation_task
 from ..device import get_device, set_seed
 from ..probe import (
@@ -65,8 +65,8 @@ Accuracy = dict[str, float]  # "previous", "partner", "mean"
 
 def make_test_set(n_rows: int = 2000, seed: int = 123) -> TwoRelationBatch:
     """The fixed test rows every model of the chapter is measured on."""
-    if n_rows < 1:
-        raise ValueError(f"n_rows must be positive, got {n_rows}")
+    check_int("n_rows", n_rows, minimum=1)
+    check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed)
     return two_relation_task(n_rows, N_PAIRS, N_KEYS, N_VALUES, generator=gen)
 
@@ -127,6 +127,7 @@ def fit(
 @torch.no_grad()
 def evaluate(model: AttentionOnlyClassifier, test: TwoRelationBatch) -> Accuracy:
     """Accuracy of each relation on the test rows, and their mean."""
+    _check_model_and_test(model, test)
     device = next(model.parameters()).device
     logits = model(test.keys.to(device), test.values.to(device)).cpu()  # (B,T,2,V)
     target = test.target.cpu()
@@ -137,8 +138,14 @@ def evaluate(model: AttentionOnlyClassifier, test: TwoRelationBatch) -> Accuracy
 
 def maps_of(model: AttentionOnlyClassifier, test: TwoRelationBatch) -> Tensor:
     """Every head's weights on every test row: (L, B, H, T, T), on the CPU."""
+    _check_model_and_test(model, test)
     device = next(model.parameters()).device
     return model.attention_weights(test.keys.to(device), test.values.to(device)).cpu()
+
+
+def _check_model_and_test(model: object, test: object) -> None:
+    check_instance("model", model, AttentionOnlyClassifier)
+    check_instance("test", test, TwoRelationBatch)
 
 
 def relation_scores(maps: Tensor, test: TwoRelationBatch) -> dict[str, Tensor]:

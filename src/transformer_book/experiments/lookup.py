@@ -100,8 +100,8 @@ def lookup_batches(
 
     Returns ``((keys, values, query), target)``, shapes ((B, N), (B, N), (B,)), (B,).
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    check_seed("seed", seed)
+    check_int("batch_size", batch_size, minimum=1)
     gen = torch.Generator().manual_seed(seed)
 
     def get_batch(step: int) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
@@ -157,6 +157,8 @@ def half_norms(model: LookupAttention) -> dict[str, tuple[float, float]]:
 
     Each weight is (Dk, 2 * Dh); columns :Dh read the key embedding, Dh: the value.
     """
+    if not isinstance(model, LookupAttention):
+        raise TypeError(f"model must be a LookupAttention, got {type(model).__name__}")
     half = model.key_embed.embedding_dim
     norms = {}
     for name in ("W_K", "W_V"):

@@ -295,6 +295,7 @@ def topic_features(model: BERT, tokenizer) -> tuple[TopicData, Tensor, Tensor]:
 
     Returns (data, train features (N_train, D), test features (N_test, D)).
     """
+    check_instance("model", model, BERT)  # before the corpus is read and encoded
     data = topic_data(tokenizer)
     n = len(data.train_texts)
     features = sentence_embeddings(model, tokenizer, data.train_texts + data.test_texts)

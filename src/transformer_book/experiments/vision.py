@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from .._validate import (
     check_compute_device,
+    check_has_values,
     check_int,
     check_real,
     check_seed,
@@ -257,6 +258,7 @@ def cls_attention_maps(model: ViT, images: Tensor, residual: float = 0.5) -> Cls
     if not isinstance(model, ViT):
         raise TypeError(f"model must be a ViT, got {type(model).__name__}")
     check_tensor("images", images, "float")
+    check_has_values("images", images)
     device = next(model.parameters()).device
     images = images.to(device)
     was_training = model.training
