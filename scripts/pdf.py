@@ -305,8 +305,11 @@ def document(edition: str, pages: dict[str, str] | None = None) -> tuple[str, li
 
 def _outline_pages(pdf: Path) -> list[tuple[int, str, int]]:
     """(depth, title, 1-based page) of every bookmark, in document order."""
+    import logging
+
     from pypdf import PdfReader
 
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # Chromium's trailer size
     reader = PdfReader(pdf)
     found = []
 
@@ -339,12 +342,14 @@ def _open(browser, source: Path):
 
 
 def _print(page, target: Path, tagged: bool = True) -> None:
+    """Print; ``tagged=False``: the overlay of the contents' page numbers, with no
+    background, footer or bookmarks, to lay over a tagged print."""
     page.pdf(
         path=str(target),
         format="A4",
         margin={"top": "18mm", "bottom": "18mm", "left": "18mm", "right": "18mm"},
-        print_background=True,
-        display_header_footer=True,
+        print_background=tagged,
+        display_header_footer=tagged,
         header_template="<span></span>",
         footer_template=(
             '<div style="font-size:8pt;width:100%;text-align:center;color:#555">'
@@ -405,7 +410,8 @@ def build(edition: str, browser) -> Path:
         pages,
     )
     page.add_style_tag(
-        content="body * { visibility: hidden; } .tb-toc-page { visibility: visible; }"
+        content="html, body { background: transparent !important; } "
+        "body * { visibility: hidden; } .tb-toc-page { visibility: visible; }"
     )
     numbers = OUT / "html" / f"{edition}-numbers.pdf"
     _print(page, numbers, tagged=False)

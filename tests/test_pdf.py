@@ -50,7 +50,9 @@ def pdf_path(edition: str) -> Path:
 
 @functools.cache
 def text(edition: str, first: int = 1) -> str:
-    command = [_tool("pdftotext"), "-f", str(first), "-enc", "UTF-8"]
+    """The PDF's text from page ``first``, in the order Chromium drew it (-raw: the
+    document's order; the layout order puts a wrapped title's Chinese after it)."""
+    command = [_tool("pdftotext"), "-raw", "-f", str(first), "-enc", "UTF-8"]
     out = subprocess.run(
         [*command, str(pdf_path(edition)), "-"],
         capture_output=True, text=True, check=True,
@@ -65,7 +67,9 @@ def first_body_page(edition: str) -> int:
 
 
 def squeeze(value: str) -> str:
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", value))
+    """Letters and digits only: pdftotext joins a word hyphenated at a line's end,
+    and a title's punctuation may break a line in either edition."""
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", value))
 
 
 def headings(edition: str) -> list[tuple[str, list[str]]]:
