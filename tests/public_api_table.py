@@ -3096,15 +3096,6 @@ GAPS.update(
     {
         key: _EXPERIMENT
         for key in (
-            "experiments.bert_heads.grammar.shuffle_words",
-            "experiments.bert_heads.grammar.syntax_sentences",
-            "experiments.bert_heads.measures.ablated",
-            "experiments.bert_heads.measures.attention_maps",
-            "experiments.bert_heads.measures.offset_baseline",
-            "experiments.bert_heads.measures.positional_scores",
-            "experiments.bert_heads.measures.relation_accuracy",
-            "experiments.bert_heads.measures.value_norm_shares",
-            "experiments.bert_heads.study.heads_claims",
             "experiments.efficiency.LookupReader.forward",
             "experiments.efficiency.RecallReader",
             "experiments.efficiency.RecallReader.forward",

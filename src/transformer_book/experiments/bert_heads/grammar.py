@@ -8,7 +8,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..._validate import check_int
+from ..._validate import check_instance, check_int, check_seed
 
 # The grammar: DET ADJ* NOUN (ADV) VERB DET ADJ* NOUN (PREP (DET) NOUN) "."
 # with zero to two adjectives, so that no relation sits at one fixed offset.
@@ -77,6 +77,7 @@ def syntax_sentences(n: int = 64, seed: int = 0) -> list[Parsed]:
     prep(after, painted), pobj(lunch, after), punct(., painted).
     """
     check_int("n", n, minimum=1)
+    check_seed("seed", seed)
     rng = random.Random(seed)
     out = []
     for _ in range(n):
@@ -115,6 +116,8 @@ def syntax_sentences(n: int = 64, seed: int = 0) -> list[Parsed]:
 
 def shuffle_words(text: str, rng: random.Random) -> str:
     """The sentence's words in a random order, its final full stop kept last."""
+    check_instance("text", text, str)
+    check_instance("rng", rng, random.Random)
     words = text.removesuffix(".").split()
     rng.shuffle(words)
     return " ".join(words) + "."

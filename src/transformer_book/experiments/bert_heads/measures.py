@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import torch
 from torch import Tensor
 
+from ..._validate import check_has_values, check_instance, check_tensor
 from ...models import BERT
 from ...probe import ablate_heads
 from .grammar import RELATIONS, Parsed
@@ -36,16 +37,40 @@ def attention_maps(model: BERT, ids: Tensor) -> Tensor:
     """
     if not isinstance(model, BERT):
         raise TypeError(f"model must be a models.BERT, got {type(model).__name__}")
+    _check_ids(ids)
     device = next(model.parameters()).device
     _, weights = model.encode(ids.to(device), need_weights=True)
     return torch.stack(weights).cpu()  # L x (N, H, T, T) -> (L, N, H, T, T)
 
 
+def _check_ids(ids: object) -> None:
+    check_tensor("ids", ids, "int")
+    check_has_values("ids", ids)
+    if ids.dim() != 2 or 0 in ids.shape:
+        raise ValueError(f"ids must have shape (N, T) with N, T >= 1, got {ids.shape}")
+
+
+def _check_parsed(parsed: object) -> None:
+    if isinstance(parsed, str) or not isinstance(parsed, Sequence):
+        raise TypeError(f"parsed must be a list of Parsed, got {type(parsed).__name__}")
+    for i, p in enumerate(parsed):
+        check_instance(f"parsed[{i}]", p, Parsed)
+
+
+def _check_map_tensor(maps: object) -> None:
+    check_tensor("maps", maps, "float")
+    check_has_values("maps", maps)
+    if maps.dim() != 5 or 0 in maps.shape or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError(
+            f"maps must be (L, N, H, T, T) attention weights, got {tuple(maps.shape)}"
+        )
+
+
 def _check_maps(maps: Tensor, real: Tensor) -> None:
-    if not isinstance(maps, Tensor) or maps.dim() != 5:
-        raise ValueError("maps must be (L, N, H, T, T) attention weights")
+    _check_map_tensor(maps)
     if not isinstance(real, Tensor) or real.dtype != torch.bool:
         raise TypeError("real must be a bool tensor (N, T)")
+    check_has_values("real", real)
     if real.shape != (maps.shape[1], maps.shape[3]):
         raise ValueError(
             f"real has shape {tuple(real.shape)}, maps need (N, T) = "
@@ -67,6 +92,14 @@ def positional_scores(
     Shapes: maps (L, N, H, T, T), real (N, T) bool -> each value (L, H)
     """
     _check_maps(maps, real)
+    if punctuation is not None:
+        check_tensor("punctuation", punctuation, "bool")
+        check_has_values("punctuation", punctuation)
+        if punctuation.shape != real.shape:
+            raise ValueError(
+                f"punctuation must have real's shape {tuple(real.shape)}, got "
+                f"{tuple(punctuation.shape)}"
+            )
     L, N, H, T, _ = maps.shape
     q = real.to(maps.dtype)  # (N, T): which queries count
     count = q.sum()
@@ -114,6 +147,12 @@ def relation_accuracy(maps: Tensor, parsed: Sequence[Parsed], relation: str) -> 
 
     Shapes: maps (L, N, H, T, T) of the tokenized ``parsed`` -> (L, H)
     """
+    _check_map_tensor(maps)
+    _check_parsed(parsed)
+    if maps.shape[1] != len(parsed):
+        raise ValueError(
+            f"maps hold {maps.shape[1]} sentences but parsed has {len(parsed)}"
+        )
     if relation not in RELATIONS:
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
     n, dep, head = _arcs(parsed, relation)
@@ -132,6 +171,7 @@ def offset_baseline(parsed: Sequence[Parsed], relation: str) -> tuple[int, float
     Predicting "the head is ``offset`` words away" for every dependent; the
     most common offset in the data is the best such rule.
     """
+    _check_parsed(parsed)
     if relation not in RELATIONS:
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
     _, dep, head = _arcs(parsed, relation)
@@ -141,6 +181,7 @@ def offset_baseline(parsed: Sequence[Parsed], relation: str) -> tuple[int, float
 
 
 def _check_heads(model: BERT, heads: Mapping[int, Iterable[int]]) -> None:
+    check_instance("model", model, BERT)
     if not isinstance(heads, Mapping):
         raise TypeError("heads must map a layer index to a list of head indices")
     for layer in heads:
@@ -178,8 +219,11 @@ def value_norm_shares(
     Shapes: ids (N, T), key_mask (N, T) bool (e.g. True at [SEP]) ->
     (weight share (L, H), norm share (L, H))
     """
+    check_instance("model", model, BERT)
+    _check_ids(ids)
     if not isinstance(key_mask, Tensor) or key_mask.dtype != torch.bool:
         raise TypeError("key_mask must be a bool tensor (N, T)")
+    check_has_values("key_mask", key_mask)
     if key_mask.shape != ids.shape:
         raise ValueError(f"key_mask must have ids's shape {tuple(ids.shape)}")
     device = next(model.parameters()).device

@@ -182,6 +182,7 @@ def _run_heads(model: BERT, tokenizer, seed: int, n_random: int) -> HeadsStudy:
 
 def heads_claims(study: HeadsStudy) -> dict[str, bool]:
     """The claims §8.2 states, each checked on ``study`` (True = it holds)."""
+    check_instance("study", study, HeadsStudy)
     s = study.scores
     rise = {
         k: v - study.order_similarity["none"] for k, v in study.order_similarity.items()
