@@ -3096,10 +3096,6 @@ GAPS.update(
     {
         key: _EXPERIMENT
         for key in (
-            "experiments.efficiency.LookupReader.forward",
-            "experiments.efficiency.RecallReader",
-            "experiments.efficiency.RecallReader.forward",
-            "experiments.efficiency.RecallReader.read",
             "experiments.heads.classify_heads",
             "experiments.heads.evaluate_without",
             "experiments.heads.head_means",

@@ -29,7 +29,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._parallel import map_runs
-from .._validate import check_compute_device, check_instance, check_int, check_seed
+from .._validate import (
+    check_compute_device,
+    check_float_input,
+    check_has_values,
+    check_instance,
+    check_int,
+    check_like_module,
+    check_on,
+    check_seed,
+    check_tensor,
+    check_token_ids,
+)
 from ..attention import MultiHeadAttention
 from ..data import lookup_task, recall_task
 from ..device import set_seed
@@ -203,6 +214,9 @@ class RecallReader(nn.Module):
         super().__init__()
         if kind not in APPROXIMATIONS:
             raise ValueError(f"kind must be one of {APPROXIMATIONS}, got {kind!r}")
+        check_int("vocab_size", vocab_size, minimum=1)
+        check_int("n_classes", n_classes, minimum=1)
+        check_int("seq_len", seq_len, minimum=1)
         d_model, n_heads = 32, 2
         self.kind = kind
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -218,6 +232,11 @@ class RecallReader(nn.Module):
 
     def read(self, x: Tensor) -> Tensor:
         """Attention over x, then classify its last position: (B, T, D) -> (B, C)."""
+        d_model = self.embed.embedding_dim
+        check_float_input("x", x, f"(B, T, D={d_model})", dim=3)
+        if x.shape[1] < 1 or x.shape[2] != d_model:
+            raise ValueError(f"x must have shape (B, T, D={d_model}), got {x.shape}")
+        check_like_module("x", x, self.embed.weight)
         if self.kind.startswith("sliding"):
             h = self.attn(x, mask=self.window)  # (B, T, D)
         else:
@@ -225,6 +244,10 @@ class RecallReader(nn.Module):
         return self.head(x[:, -1] + h[:, -1])  # (B, D) -> (B, C)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_token_ids("tokens", tokens, self.embed.num_embeddings, "(B, T)")
+        if tokens.shape[1] < 1:
+            raise ValueError(f"tokens has no positions: shape {tuple(tokens.shape)}")
+        check_on("tokens", tokens, self.embed.weight)
         return self.read(self.embed(tokens))  # (B, T) -> (B, T, D) -> (B, C)
 
 
@@ -247,6 +270,19 @@ class LookupReader(RecallReader):
         self.value_embed = nn.Embedding(n_values, self.embed.embedding_dim)
 
     def forward(self, keys: Tensor, values: Tensor, query: Tensor) -> Tensor:
+        check_token_ids("keys", keys, self.embed.num_embeddings, "(B, N)")
+        check_token_ids("values", values, self.value_embed.num_embeddings, "(B, N)")
+        check_tensor("query", query, "int")
+        check_has_values("query", query)
+        if values.shape != keys.shape or keys.shape[1] < 1:
+            raise ValueError(
+                f"keys and values must be (B, N) of one shape with N >= 1, got "
+                f"{tuple(keys.shape)} and {tuple(values.shape)}"
+            )
+        if query.shape != keys.shape[:1]:
+            raise ValueError(f"query must have shape (B,) = {keys.shape[:1]}")
+        for name, x in (("keys", keys), ("values", values), ("query", query)):
+            check_on(name, x, self.embed.weight)
         items = self.embed(keys) + self.value_embed(values)  # (B, N, D)
         return self.read(torch.cat([items, self.embed(query)[:, None]], dim=1))
 
