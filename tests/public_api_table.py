@@ -3096,11 +3096,6 @@ GAPS.update(
     {
         key: _EXPERIMENT
         for key in (
-            "experiments.heads.classify_heads",
-            "experiments.heads.evaluate_without",
-            "experiments.heads.head_means",
-            "experiments.heads.make_model",
-            "experiments.heads.relation_scores",
             "experiments.lookup.LookupAttention",
             "experiments.lookup.LookupAttention.attend",
             "experiments.lookup.LookupAttention.forward",

@@ -26,7 +26,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validate import check_compute_device, check_instance, check_int, check_seed
+from .._validate import (
+    check_compute_device,
+    check_has_values,
+    check_instance,
+    check_int,
+    check_real,
+    check_seed,
+    check_tensor,
+)
 from ..data import IGNORE_INDEX, TwoRelationBatch, two_relation_task
 from ..device import get_device, set_seed
 from ..probe import (
@@ -73,6 +81,8 @@ def make_test_set(n_rows: int = 2000, seed: int = 123) -> TwoRelationBatch:
 
 def make_model(n_heads: int, n_layers: int = 1) -> AttentionOnlyClassifier:
     """An attention-only model of width 32 with two 8-way predictions per position."""
+    check_int("n_heads", n_heads)
+    check_int("n_layers", n_layers)
     if n_heads < 1 or n_layers < 1 or 32 % n_heads:
         raise ValueError(
             f"need n_heads dividing d_model=32 and n_layers >= 1, "
@@ -148,6 +158,24 @@ def _check_model_and_test(model: object, test: object) -> None:
     check_instance("test", test, TwoRelationBatch)
 
 
+def _check_maps_and_test(maps: object, test: object) -> None:
+    check_tensor("maps", maps, "float")
+    check_has_values("maps", maps)
+    if maps.dim() < 4 or 0 in maps.shape:
+        raise ValueError(f"maps must be (..., B, H, T, T), got {tuple(maps.shape)}")
+    check_instance("test", test, TwoRelationBatch)
+
+
+def _check_heads(heads: object) -> None:
+    if isinstance(heads, str) or not isinstance(heads, list | tuple):
+        raise TypeError(f"heads must be a list of (layer, head) pairs, got {heads!r}")
+    for i, pair in enumerate(heads):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise TypeError(f"heads[{i}] must be a (layer, head) pair, got {pair!r}")
+        check_int(f"heads[{i}] layer", pair[0], minimum=0)
+        check_int(f"heads[{i}] head", pair[1], minimum=0)
+
+
 def relation_scores(maps: Tensor, test: TwoRelationBatch) -> dict[str, Tensor]:
     """Mean weight each head of one layer puts on the previous token, the partner
     and itself, over the queries whose previous token is not also their partner
@@ -156,6 +184,7 @@ def relation_scores(maps: Tensor, test: TwoRelationBatch) -> dict[str, Tensor]:
 
     Shapes: maps (B, H, T, T); returns a dict of (H,) tensors.
     """
+    _check_maps_and_test(maps, test)
     if maps.dim() != 4 or maps.shape[0] != len(test.keys):
         raise ValueError(
             f"maps must be (B, H, T, T) with B={len(test.keys)} test rows, "
@@ -187,6 +216,8 @@ def classify_heads(
     Shapes: maps (L, B, H, T, T); returns shares {"previous", "partner", "self",
     "elsewhere"} of (L, H) tensors, and kinds[layer][head].
     """
+    _check_maps_and_test(maps, test)
+    check_real("threshold", threshold, 0.0, 1.0)
     if maps.dim() != 5:
         raise ValueError(f"maps must be (L, B, H, T, T), got {tuple(maps.shape)}")
     per_layer = [relation_scores(layer_maps, test) for layer_maps in maps]
@@ -209,6 +240,8 @@ def evaluate_without(
 ) -> Accuracy:
     """``evaluate`` with the given (layer, head) pairs switched off together:
     zero ablation, or mean ablation with ``means[layer]`` of shape (H, T, Dh)."""
+    _check_model_and_test(model, test)
+    _check_heads(heads)
     n_layers = len(model.layers)
     bad = [lh for lh in heads if not 0 <= lh[0] < n_layers]
     if bad:
@@ -225,6 +258,7 @@ def evaluate_without(
 def head_means(model: AttentionOnlyClassifier, test: TwoRelationBatch) -> list[Tensor]:
     """Each layer's heads' outputs (before W^O) averaged over the test rows, for
     mean ablation: one (H, T, Dh) tensor per layer."""
+    _check_model_and_test(model, test)
     with ExitStack() as stack:
         tapes = [stack.enter_context(record_heads(layer)) for layer in model.layers]
         evaluate(model, test)
