@@ -3115,9 +3115,6 @@ GAPS.update(
             "positional.apply_rope",
             "probe.ablate_heads",
             "probe.attention_on",
-            "recurrent.VanillaRNN.forward",
-            "recurrent.lstm_step",
-            "recurrent.rnn_step",
         )
     }
 )

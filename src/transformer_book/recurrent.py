@@ -131,6 +131,12 @@ def _check_step(n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, bia
             and (c_prev is None or c_prev.dtype == dtype)
             and (bias_ih is None or bias_ih.dtype == dtype)
             and (bias_hh is None or bias_hh.dtype == dtype)
+            and (n_gates == 1 or c_prev is not None)
+            and not x_t.is_meta
+            and all(
+                t is None or t.device == x_t.device
+                for t in (h_prev, c_prev, weight_ih, weight_hh, bias_ih, bias_hh)
+            )
         )
     except (AttributeError, IndexError, TypeError, ValueError):
         valid = False
@@ -156,7 +162,10 @@ def _explain_step(n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, b
         "bias_ih": (bias_ih, (n_gates * H,), f"({gh},)"),
         "bias_hh": (bias_hh, (n_gates * H,), f"({gh},)"),
     }
+    required = ("weight_ih", "weight_hh") + (("c_prev",) if n_gates == 4 else ())
     for name, (t, shape, letters) in expected.items():
+        if t is None and name in required:
+            raise TypeError(f"{name} must be a torch.Tensor, got None")
         if t is None:
             continue
         check_tensor(name, t, "float")
@@ -167,6 +176,12 @@ def _explain_step(n_gates, x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih, b
             )
         if t.dtype != x_t.dtype and not autocast_enabled(x_t.device.type):
             raise TypeError(f"{name} has dtype {t.dtype}, x_t has {x_t.dtype}")
+    for name, (t, _, _) in {"x_t": (x_t, 0, 0), **expected}.items():
+        if t is not None and (t.is_meta or t.device != x_t.device):
+            raise ValueError(
+                f"{name} is on {t.device} and x_t on {x_t.device}: every tensor of "
+                "a step must be on one device that holds values (not meta)"
+            )
 
 
 def _check_input(x: Tensor, d_input: int, weight: Tensor) -> None:
@@ -185,6 +200,8 @@ def _check_state(name: str, h: Tensor, x: Tensor, d_hidden: int) -> None:
             f"{name} must have shape (B, H) = {(x.shape[0], d_hidden)} for x "
             f"{tuple(x.shape)}, got {tuple(h.shape)}"
         )
+    if h.device != x.device:
+        raise ValueError(f"{name} is on {h.device} but x is on {x.device}")
 
 
 def _from_torch_check(m: nn.RNNBase, kind: type) -> None:
