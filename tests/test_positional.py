@@ -48,6 +48,22 @@ def test_sinusoidal_first_row_and_range():
     assert pe.abs().max() <= 1.0
 
 
+def test_sinusoidal_base_sets_the_wavelengths():
+    """base^(2i/d) in place of 10000^(2i/d); the default is the paper's table."""
+    pe = sinusoidal_encoding(50, 16, base=100.0)
+    for p in (0, 3, 49):
+        for i in range(8):
+            angle = p / 100 ** (2 * i / 16)
+            assert pe[p, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert pe[p, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+    assert torch.equal(
+        sinusoidal_encoding(50, 16, base=10000), sinusoidal_encoding(50, 16)
+    )
+    for bad in (0.0, -10.0, math.nan):
+        with pytest.raises(ValueError, match="base"):
+            sinusoidal_encoding(4, 8, base=bad)
+
+
 @pytest.mark.parametrize("max_len, d_model", [(10, 7), (10, 1), (0, 8)])
 def test_sinusoidal_rejects_bad_sizes(max_len, d_model):
     with pytest.raises(ValueError, match="d_model|max_len"):

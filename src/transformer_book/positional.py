@@ -39,11 +39,13 @@ __all__ = [
 ]
 
 
-def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
+def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> Tensor:
     """The fixed sinusoidal table of Vaswani et al. (2017), §3.5.
 
-    PE[p, 2i]   = sin(p / 10000^(2i / d_model))
-    PE[p, 2i+1] = cos(p / 10000^(2i / d_model))
+    PE[p, 2i]   = sin(p / base^(2i / d_model))
+    PE[p, 2i+1] = cos(p / base^(2i / d_model))
+
+    The paper's ``base`` is 10000; Chapter 4 compares a smaller one.
 
     Shapes: returns (max_len, d_model), float32.
     """
@@ -51,11 +53,11 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
     d_model = check_int("d_model", d_model, minimum=1)
     if d_model % 2 != 0:
         raise ValueError(f"d_model={d_model} must be even for sinusoidal encodings")
+    check_real("base", base, low=0.0, low_open=True)
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
     inv_freq = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32)
-        * (-math.log(10000.0) / d_model)
-    )  # (D/2,) = 10000^(-2i/d_model)
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(base) / d_model)
+    )  # (D/2,) = base^(-2i/d_model)
     pe = torch.zeros(max_len, d_model)
     pe[:, 0::2] = torch.sin(position * inv_freq)  # (T, 1) * (D/2,) -> (T, D/2)
     pe[:, 1::2] = torch.cos(position * inv_freq)
