@@ -2660,6 +2660,7 @@ add(
         mha=Lazy(mha),
         heads=[1],
         mean=randn(4),
+        accepts={("mean", "rank+1"): "(1, Dh) still broadcasts to (B, H, T, Dh)"},
     ),
 )
 add(
@@ -2668,6 +2669,10 @@ add(
         probe.attention_on,
         weights=torch.softmax(randn(2, 2, 3, 4), -1),
         key_index=torch.tensor([[0, 3, 1], [2, 0, 3]]),
+        accepts={
+            ("key_index", "list"): "converted by torch.as_tensor (a range is fine)",
+            ("key_index", "rank-1"): "(T,): one key per query, for every example",
+        },
     ),
 )
 
@@ -3113,8 +3118,6 @@ GAPS.update(
             "plot.linked_stack",
             "plot.linked_views",
             "positional.apply_rope",
-            "probe.ablate_heads",
-            "probe.attention_on",
         )
     }
 )

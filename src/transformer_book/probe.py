@@ -21,7 +21,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_broadcasts, check_int, check_tensor, check_token_ids
+from ._validate import (
+    check_broadcasts,
+    check_has_values,
+    check_int,
+    check_on,
+    check_tensor,
+    check_token_ids,
+)
 from .attention import MultiHeadAttention
 
 __all__ = [
@@ -215,6 +222,7 @@ def _check_mean(mha: MultiHeadAttention, mean: Tensor | None) -> None:
     if mean is None:
         return
     check_tensor("mean", mean, "float")
+    check_on("mean", mean, next(mha.parameters()))
     fits = mean.dim() <= 4 and mean.shape[-1:] in ((1,), (mha.d_head,))
     if fits and mean.dim() >= 3:
         fits = mean.shape[-3] in (1, mha.n_heads)
@@ -240,6 +248,9 @@ def attention_on(weights: Tensor, key_index: Tensor) -> Tensor:
     Shapes: weights (B, H, T, S), key_index (B, T) or (T,); returns (H,).
     """
     check_tensor("weights", weights, "float")
+    check_has_values("weights", weights)
+    if key_index is None or getattr(key_index, "is_meta", False):
+        raise TypeError("key_index must be token positions (B, T) or (T,) with values")
     if weights.dim() != 4:
         raise ValueError(f"weights must be (B, H, T, S), got {tuple(weights.shape)}")
     B, H, T, S = weights.shape
