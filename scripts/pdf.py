@@ -327,12 +327,21 @@ def _outline_pages(pdf: Path) -> list[tuple[int, str, int]]:
 
 def _open(browser, source: Path):
     """The print document in a page, formulas typeset, fonts and images loaded."""
-    page = browser.new_page()
+    # the width of A4 less the margins (174 mm), so that what is measured below is
+    # what is printed
+    page = browser.new_page(viewport={"width": 657, "height": 900})
     page.goto(_file_uri(source), wait_until="load", timeout=300_000)
     page.emulate_media(media="print")
     page.evaluate(
         """async () => {
           if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+          // a display formula wider than the text is scaled down to fit
+          document.querySelectorAll('mjx-container[display="true"]').forEach(c => {
+            const math = c.firstElementChild;
+            const wide = math && math.getBoundingClientRect().width;
+            const room = c.parentElement.getBoundingClientRect().width;
+            if (wide > room) c.style.zoom = (0.98 * room / wide).toFixed(3);
+          });
           await document.fonts.ready;
           await Promise.all([...document.images].map(img => img.complete ? null :
             new Promise(done => { img.onload = img.onerror = done; })));
