@@ -720,6 +720,8 @@ def pdf_menu_item(page: str, edition: str, depth: int) -> str:
     """``page`` with its download menu's first item the edition's PDF, which is
     ``pdf/<PDF_NAMES[edition]>`` under the edition's root (``depth`` folders up)."""
     href = "../" * depth + "pdf/" + PDF_NAMES[edition]
+    if f'href="{href}"' in page:  # an unchanged page of an incremental build
+        return page
     item = (
         f'\n<li><a href="{href}" class="btn btn-sm dropdown-item" download'
         f' title="{PDF_LABELS[edition]}"><span class="btn__icon-container">'
