@@ -3126,7 +3126,6 @@ _SHOWN = (
 )
 GAPS.update(
     {
-        "attention.MultiHeadAttention.attend": _SHOWN.format("3 and 7"),
     }
 )
 

@@ -244,6 +244,7 @@ class MultiHeadAttention(nn.Module):
         Shapes: q (B, H, T, Dh), k and v (B, n_kv_heads, S, Dh)
                 -> (B, H, T, Dh), weights (B, H, T, S) if ``need_weights``
         """
+        self._check_split(q, k, v)
         group = self.n_heads // self.n_kv_heads
         if group > 1:  # each key/value head serves `group` query heads
             k = k.repeat_interleave(group, dim=1)  # (B, Hkv, S, Dh) -> (B, H, S, Dh)
@@ -253,6 +254,17 @@ class MultiHeadAttention(nn.Module):
             return scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)
         heads = fused_scaled_dot_product_attention(q, k, v, mask, dropout_p)
         return heads, None
+
+    def _check_split(self, q: Tensor, k: Tensor, v: Tensor) -> None:
+        """q (B, H, T, Dh), k and v (B, n_kv_heads, S, Dh): shapes only, cheap."""
+        for name, x, heads in (("q", q, self.n_heads), ("k", k, self.n_kv_heads),
+                               ("v", v, self.n_kv_heads)):  # fmt: skip
+            check_tensor(name, x, "float")
+            if x.dim() != 4 or x.shape[1] != heads or x.shape[3] != self.d_head:
+                raise ValueError(
+                    f"{name} must have shape (B, {heads}, T, d_head={self.d_head}), "
+                    f"got {tuple(x.shape)}"
+                )
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, H, T, Dh) -> (B, T, D): the heads side by side."""
