@@ -3121,13 +3121,6 @@ GAPS.update(
         )
     }
 )
-_SHOWN = (
-    "its source is printed in Chapter {}: the fix waits for the chapter's re-execution"
-)
-GAPS.update(
-    {
-    }
-)
 
 # ---- checkpoints (Chapter 6's long-trained models)
 CK = checkpoints
