@@ -51,7 +51,7 @@ def catalogue(tmp_path, monkeypatch):
     path = tmp_path / "figures.po"
     po.save(str(path))
     monkeypatch.setenv("TRANSFORMER_BOOK_FIGURES_PO", str(path))
-    monkeypatch.delenv("TRANSFORMER_BOOK_FIGURES_ZH", raising=False)
+    monkeypatch.setenv("TRANSFORMER_BOOK_FIGURES_ZH", "1")
     return CATALOGUE
 
 
@@ -178,6 +178,20 @@ def test_a_failing_rendering_leaves_the_english_figure(catalogue):
         assert "image/png" not in record
         assert record["missing"][-1] == "(error) RuntimeError: no renderer"
     assert _png(fig) == before
+    plt.close(fig)
+
+
+def test_nothing_is_rendered_unless_make_execute_asks(catalogue, monkeypatch):
+    """A reader's run, Colab and the stages that re-execute the chapters draw the
+    English figure alone: only TRANSFORMER_BOOK_FIGURES_ZH=1 (scripts/execute.py,
+    when it writes the notebooks) renders the zh-TW figure."""
+    fig = _lines_figure()
+    for value in (None, "0", "yes"):
+        if value is None:
+            monkeypatch.delenv("TRANSFORMER_BOOK_FIGURES_ZH")
+        else:
+            monkeypatch.setenv("TRANSFORMER_BOOK_FIGURES_ZH", value)
+        assert figure_text.zh_rendering(fig, _png) is None, value
     plt.close(fig)
 
 

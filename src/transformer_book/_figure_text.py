@@ -11,9 +11,11 @@ used and the strings the catalogue lacks; ``scripts/i18n.py generate`` puts it i
 the zh-TW notebook, ``scripts/i18n.py extract`` adds the lacking strings to the
 catalogue with an empty msgstr.
 
-Nothing happens (the English figure alone) where the catalogue, ``polib`` or the
-TC font is missing (a reader's machine, Colab), or when
-``TRANSFORMER_BOOK_FIGURES_ZH=0``.
+It happens only where ``TRANSFORMER_BOOK_FIGURES_ZH=1``, which ``make execute``
+(``scripts/execute.py``) sets when it writes the committed notebooks: a reader's run,
+Colab and the test stages that re-execute the chapters (nbval, seeds, colab) draw the
+English figure alone and do not pay for a rendering nobody keeps. Nothing happens
+either where the catalogue, ``polib`` or the TC font is missing.
 """
 
 from __future__ import annotations
@@ -349,9 +351,9 @@ def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     ``{"image/png": render(fig) with translated texts, "texts": {English:
     translation used}, "missing": [strings figures.po lacks]}``; without
     ``image/png`` when no string was translated. None where the zh-TW rendering is
-    off (no catalogue, no TC font, or TRANSFORMER_BOOK_FIGURES_ZH=0). The figure is
-    left exactly as it was."""
-    if os.environ.get("TRANSFORMER_BOOK_FIGURES_ZH", "1") == "0":
+    off (TRANSFORMER_BOOK_FIGURES_ZH is not 1, no catalogue, or no TC font). The
+    figure is left exactly as it was."""
+    if os.environ.get("TRANSFORMER_BOOK_FIGURES_ZH") != "1":
         return None
     catalogue = figure_catalogue()
     if catalogue is None or tc_font_path() is None:
