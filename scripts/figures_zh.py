@@ -142,26 +142,11 @@ def lacking(notebooks) -> list[str]:
     return list(seen)
 
 
-def _po(path: Path):
-    import polib
-
-    if path.exists():
-        return polib.pofile(str(path), wrapwidth=0)
-    catalogue = polib.POFile(wrapwidth=0)
-    catalogue.metadata = {
-        "Project-Id-Version": "transformer-book",
-        "Language": "zh_TW",
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-    }
-    return catalogue
-
-
 def add_strings(strings, path: Path = FIGURES_PO) -> int:
     """Add each string that figures.po has no entry for, with an empty msgstr;
     returns how many were added."""
     import polib
+    from i18n_catalogue import _po  # scripts/ is on sys.path, as for every script
 
     catalogue = _po(path)
     have = {e.msgid for e in catalogue}

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import book_html  # noqa: E402
 import i18n  # noqa: E402
+from figures_zh import swap_figures  # noqa: E402
 
 CATALOGUES = list(i18n.catalogues())
 
@@ -211,7 +212,7 @@ def test_the_edition_notebook_runs_the_english_code(page):
     """Code cells and outputs are the English notebook's; the changes: a concept
     check takes the edition's language, and its output is the zh-TW rendering; the
     figures' text alternatives, the prose outputs and the widgets' labels are the
-    catalogues'."""
+    catalogues', and each figure is its zh-TW rendering."""
     import nbformat
 
     from transformer_book.concepts import concept_check
@@ -222,6 +223,7 @@ def test_the_edition_notebook_runs_the_english_code(page):
     outputs = i18n.translations(i18n._po(i18n.OUTPUTS_PO))
     assert not i18n.translate_outputs(english, outputs), "untranslated outputs"
     assert not i18n.translate_widget_labels(english, outputs), "untranslated labels"
+    swap_figures(english)  # the figures as rendered with their zh-TW texts
     chinese = nbformat.read(i18n.edition_path(page), as_version=4)
     assert chinese.metadata == english.metadata
     assert len(chinese.cells) == len(english.cells)

@@ -205,6 +205,9 @@ def test_a_generated_notebook_keeps_the_code_and_outputs():
     assert nb.cells[0].source.startswith("# 2 · 查詢、鍵、值\n")
     assert first not in missing
     assert len(set(missing)) == len(i18n.page_units(page)) - 1
+    from figures_zh import swap_figures
+
+    assert swap_figures(english) > 0, "the figures are their zh-TW renderings"
     changed = 0
     for ours, theirs in zip(nb.cells, english.cells, strict=True):
         assert ours.cell_type == theirs.cell_type

@@ -21,7 +21,11 @@ from transformer_book.concepts import concept_check
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from execute import budget_seconds, execution_record  # noqa: E402
+from execute import (  # noqa: E402
+    REFERENCE_CALIBRATION_S,
+    budget_seconds,
+    execution_record,
+)
 from toc_notebooks import chapter_notebooks, toc_notebooks  # noqa: E402
 
 NOTEBOOKS = toc_notebooks()  # the chapters and the appendix
@@ -95,16 +99,26 @@ def test_the_committed_run_kept_within_its_budget(path):
     record = load(path).metadata.get("transformer_book", {}).get("execution")
     assert record, "no recorded execution: run `make execute` and commit"
     assert record["budget_seconds"] == budget_seconds(path)
-    assert record["seconds"] <= budget_seconds(path), (
+    assert record.get("calibration_seconds"), "no calibration: run `make execute`"
+    assert record["reference_seconds"] <= budget_seconds(path), (
         f"the committed run took {record['seconds']} s on {record['cpu']} "
-        f"({record['date']}), over the {budget_seconds(path):.0f} s budget: execute "
-        "it again on an idle machine (make execute NOTEBOOKS=...), or make it faster"
+        f"({record['date']}), {record['reference_seconds']} s on the reference "
+        f"machine by its calibration, over the {budget_seconds(path):.0f} s budget: "
+        "execute it again on an idle machine (make execute NOTEBOOKS=...), or make "
+        "it faster"
     )
 
 
 def test_the_execution_record_says_how_long_and_on_what():
     record = execution_record(ROOT / "book" / "07_complexity.ipynb", 41.26)
     assert record["seconds"] == 41.3 and record["budget_seconds"] == 60
+    assert "reference_seconds" not in record  # no calibration, nothing scaled
+    scaled = execution_record(
+        ROOT / "book" / "07_complexity.ipynb", 41.26, 2 * REFERENCE_CALIBRATION_S
+    )
+    assert scaled["reference_seconds"] == 20.6, "a host twice as slow: half the time"
+    with pytest.raises(ValueError, match="calibration"):
+        execution_record(ROOT / "book" / "07_complexity.ipynb", 41.26, 0.0)
     assert record["cpu"] and record["cores"] >= 1 and record["threads"] >= 1
     assert isinstance(record["kernels"], str) and record["kernels"]
     assert budget_seconds(ROOT / "book" / "08_beyond_text.ipynb") == 90
