@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from transformer_book.data import TranslationBatch
 from transformer_book.experiments.translation import (
@@ -27,6 +28,7 @@ from transformer_book.experiments.translation import (
     translation_batches,
     translation_config,
 )
+from transformer_book.models import EncoderDecoder
 from transformer_book.train import noam_lr_lambda
 
 FLOOR = label_smoothing_floor(TASK.vocab_size)
@@ -98,7 +100,10 @@ def test_cross_attention_shares_read_the_aligned_word_and_eos():
     n = (batch.src > TASK.eos_id).sum(dim=1)  # (B,) words per sentence
     B, S, T = batch.src.shape[0], batch.src.shape[1], batch.tgt.shape[1] - 1
 
-    class Aligned:  # a model whose block 1 reads the aligned word, block 2 </s>
+    class Aligned(EncoderDecoder):  # block 1 reads the aligned word, block 2 </s>
+        def __init__(self):  # no layers: encode and decode are given below
+            nn.Module.__init__(self)
+
         def encode(self, src):
             return torch.zeros(src.shape[0], src.shape[1], 4)
 
