@@ -1,4 +1,4 @@
-"""A short training loop that returns its history (introduced in Chapter 2).
+"""A short training loop that returns its history (shown in Chapter 1, §1.4).
 
 No trainer classes, no callbacks: ``train`` runs AdamW for a number of steps on
 batches drawn from a function and returns the losses; plotting is separate. On a
