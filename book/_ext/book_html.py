@@ -576,6 +576,7 @@ code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhe
 .widget-toggle-buttons .widget-toggle-button { width: auto !important; }
 .bd-article img, .cell_output img { max-width: 100%; height: auto; }
 div.math, mjx-container[display="true"], .math-wrapper { overflow-x: auto; }
+.cell_output table { display: block; max-width: 100%; overflow-x: auto; }
 /* Chinese is not set in italics (a slanted Han character is a distorted one):
    emphasis in Chinese text is shown with emphasis dots under the characters, as
    Taiwan's Ministry of Education prescribes; English inside it stays italic */
