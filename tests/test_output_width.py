@@ -73,5 +73,7 @@ def test_html_tables_scroll_in_their_own_box():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_text_output_fits_the_column(path):
     found = wide_lines(path)
-    report = "\n".join(f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found)
+    report = "\n".join(
+        f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
+    )
     assert not found, f"{len(found)} output lines wider than {COLUMN}:\n{report}"
