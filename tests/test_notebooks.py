@@ -22,6 +22,7 @@ from transformer_book.concepts import concept_check
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute import (  # noqa: E402
+    LOADED_CALIBRATION_S,
     REFERENCE_CALIBRATION_S,
     budget_seconds,
     execution_record,
@@ -100,6 +101,10 @@ def test_the_committed_run_kept_within_its_budget(path):
     assert record, "no recorded execution: run `make execute` and commit"
     assert record["budget_seconds"] == budget_seconds(path)
     assert record.get("calibration_seconds"), "no calibration: run `make execute`"
+    assert record["calibration_seconds"] <= LOADED_CALIBRATION_S, (
+        f"the calibration took {record['calibration_seconds']} s: the machine was "
+        "loaded, so the run cannot be scaled; execute it again on an idle machine"
+    )
     assert record["reference_seconds"] <= budget_seconds(path), (
         f"the committed run took {record['seconds']} s on {record['cpu']} "
         f"({record['date']}), {record['reference_seconds']} s on the reference "
