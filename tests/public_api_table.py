@@ -2254,11 +2254,10 @@ _DECODE_REWRITE_XFAIL_BEFORE: dict[tuple[str, str, str], str] = {
     for label in labels
 }
 
-# Entries of modules outside issue 24's scope (its fixes covered models/,
-# efficient/, pretrained, vision, decision, speed, measure, tokenizer, corpus and
-# the fused attention path) that still fail a generated case: each is an expected
-# failure until its module is hardened, and the test fails once it passes, so that
-# the entry leaves this list. Filled in below, after the table.
+# Entries known to fail a generated case, each an expected failure with its reason
+# until its function is fixed; the test fails once one passes, so that it leaves
+# this list. Empty since issue 44 (its 93 entries fixed): a new entry needs a
+# reason a reviewer would accept, and fixing is preferred to listing.
 GAPS: dict[str, str] = {}
 
 # ---- plot
@@ -3093,34 +3092,6 @@ DTYPE_POLICY = {
         ),
     ),
 }
-
-# ---------------------------------------------------------------- known gaps
-_EXPERIMENT = "experiments/: a chapter's experiment, outside issue 24's modules"
-_OLDER = "an older module, outside issue 24's modules"
-GAPS.update(
-    {
-        key: _EXPERIMENT
-        for key in (
-            "experiments.lookup.LookupAttention",
-            "experiments.lookup.LookupAttention.attend",
-            "experiments.lookup.LookupAttention.forward",
-            "experiments.lookup.LookupAttention.items",
-            "experiments.lookup.UniformAverage",
-            "experiments.lookup.UniformAverage.attend",
-        )
-    }
-)
-GAPS.update(
-    {
-        key: _OLDER
-        for key in (
-            "plot.attention_heatmap",
-            "plot.linked_stack",
-            "plot.linked_views",
-            "positional.apply_rope",
-        )
-    }
-)
 
 # ---- checkpoints (Chapter 6's long-trained models)
 CK = checkpoints

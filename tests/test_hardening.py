@@ -374,3 +374,94 @@ def test_a_seed_too_large_for_a_generator_is_refused_at_once(name, seed):
     with pytest.raises(ValueError, match="seed"):
         RUNS[name](seed=seed)
     assert time.perf_counter() - start < 2.0, "refused only after some work"
+
+
+# ------------------------------------------- issue 44: the last entries of GAPS
+
+
+def _lookup_rows():
+    from transformer_book.data import lookup_task
+
+    return lookup_task(2, 3, 5, 4, torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("kind", ["LookupAttention", "UniformAverage"])
+@pytest.mark.parametrize(
+    "change, name",
+    [
+        (lambda b: (b.keys.float(), b.values, b.query), "keys"),  # float ids
+        (lambda b: (b.keys, b.values[:, :2], b.query), "values"),  # N differs
+        (lambda b: (b.keys, b.values.to("meta"), b.query), "values"),
+        (lambda b: (b.keys + 5, b.values, b.query), "keys"),  # past n_keys
+        (lambda b: (b.keys, b.values, b.query[:1]), "query"),  # batch differs
+        (lambda b: (b.keys, b.values, None), "query"),  # the average ignores it
+        (lambda b: (b.keys, b.values, b.query[:, None]), "query"),  # (B, 1)
+    ],
+)
+def test_lookup_models_name_a_bad_row(kind, change, name):
+    from transformer_book.experiments import lookup
+
+    model = getattr(lookup, kind)(5, 4, 4, 4)
+    keys, values, query = change(_lookup_rows())
+    with pytest.raises((TypeError, ValueError), match=rf"\b{name}\b"):
+        model(keys, values, query)
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.5])
+def test_lookup_models_name_a_bad_size(size):
+    from transformer_book.experiments.lookup import UniformAverage
+
+    with pytest.raises((TypeError, ValueError), match="d_half"):
+        UniformAverage(5, 4, d_half=size)
+
+
+def test_lookup_models_answer_valid_rows_as_before():
+    from transformer_book.experiments.lookup import LookupAttention, UniformAverage
+
+    b = _lookup_rows()
+    for kind in (LookupAttention, UniformAverage):
+        torch.manual_seed(0)
+        out, weights = kind(5, 4, 4, 4).attend(b.keys, b.values, b.query)
+        assert out.shape == (2, 1, 4) and weights.shape == (2, 1, 3)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 1))
+
+
+def test_attention_heatmap_names_meta_weights_and_a_str_of_labels():
+    import matplotlib.pyplot as plt
+
+    from transformer_book.plot import attention_heatmap
+
+    w = torch.full((3, 3), 1 / 3)
+    with pytest.raises(ValueError, match="weights.*meta"):
+        attention_heatmap(w.to("meta"))
+    with pytest.raises(TypeError, match="query_tokens"):
+        attention_heatmap(w, query_tokens="abc")  # three labels, or one?
+    with pytest.raises(TypeError, match="key_tokens"):
+        attention_heatmap(w, key_tokens=3)
+    attention_heatmap(w, ("a", "b", "c"), __import__("numpy").array(["x", "y", "z"]))
+    plt.close("all")
+
+
+def test_linked_widgets_name_a_list_that_is_not_one():
+    from ipywidgets import Dropdown, Label
+
+    from transformer_book.plot import linked_stack, linked_views
+
+    choice = Dropdown(options=["a", "b"])
+    with pytest.raises(TypeError, match="children"):
+        linked_stack(choice, None)
+    with pytest.raises(TypeError, match="controls"):
+        linked_views("ab", lambda v: Label(v))
+    with pytest.raises(TypeError, match=r"controls\[1\]"):
+        linked_views([choice, 3], lambda a, b: Label(a))
+    linked_stack(choice, [Label("a"), Label("b")])
+
+
+def test_apply_rope_names_meta_positions():
+    from transformer_book.positional import apply_rope
+
+    x = randn(2, 5, 4)
+    with pytest.raises(ValueError, match="positions.*meta"):
+        apply_rope(x, torch.arange(5, device="meta"))
+    out = apply_rope(x.to("meta"), torch.arange(5, device="meta"))  # no values
+    assert out.is_meta and out.shape == x.shape

@@ -132,6 +132,8 @@ def _to_numpy(x, name: str) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         if x.is_complex():
             raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
+        if x.is_meta:
+            raise ValueError(f"{name} is on the meta device, which holds no values")
         return x.detach().float().cpu().numpy()
     try:
         return np.asarray(x, dtype=float)
@@ -172,6 +174,7 @@ def attention_heatmap(
         ("query_tokens", query_tokens, n_q),
         ("key_tokens", key_tokens, n_k),
     ):
+        _check_labels(name, toks)
         if toks is not None and len(toks) != n:
             raise ValueError(f"{name} has {len(toks)} labels for {n} rows/columns")
     if ax is None:
@@ -212,6 +215,18 @@ def attention_heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
     return ax
+
+
+def _check_labels(name: str, labels: object) -> None:
+    """None, or a sized collection of labels (a list, a tuple, an array); a str is
+    one label, not a sequence of them."""
+    if labels is not None and (
+        isinstance(labels, str | bytes) or not hasattr(labels, "__len__")
+    ):
+        raise TypeError(
+            f"{name} must be a sequence of labels (a list of str), got "
+            f"{type(labels).__name__}"
+        )
 
 
 def _model_of(label: str) -> str | None:
@@ -326,6 +341,7 @@ def linked_stack(control, children: Sequence):
     swaps the shown child (Colab always has a kernel). Returns the ``VBox`` holding
     the control and the views; it carries the CSS class ``LINKED_CLASS``.
     """
+    _check_widgets("children", children)
     return _linked_box([control, _switch(control, list(children))])
 
 
@@ -340,13 +356,14 @@ def linked_views(controls: Sequence, render: Callable):
     it small (each figure weighs its PNG in the page). Returns the ``VBox`` of the
     controls and the views.
     """
+    _check_widgets("controls", controls)
     controls = list(controls)
     if not controls:
         raise ValueError("controls must hold at least one control")
     if not callable(render):
         raise TypeError(f"render must be callable, got {type(render).__name__}")
-    for control in controls:
-        _check_control(control)
+    for i, control in enumerate(controls):
+        _check_control(control, f"controls[{i}]")
 
     def nest(level: int, chosen: tuple):
         if level == len(controls):
@@ -501,10 +518,18 @@ def _view_alt(view) -> str:
     return html.unescape(match.group(1))
 
 
-def _check_control(control) -> None:
+def _check_widgets(name: str, widgets: object) -> None:
+    """A list or tuple of widgets (a str, a number or None is not)."""
+    if isinstance(widgets, str | bytes) or not isinstance(widgets, Sequence):
+        raise TypeError(
+            f"{name} must be a list of widgets, got {type(widgets).__name__}"
+        )
+
+
+def _check_control(control, name: str = "control") -> None:
     if not hasattr(control, "index") or getattr(control, "options", None) is None:
         raise TypeError(
-            f"control must be a selection widget with an index, got "
+            f"{name} must be a selection widget with an index, got "
             f"{type(control).__name__}"
         )
 

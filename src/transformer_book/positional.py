@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from ._validate import (
     check_device,
+    check_has_values,
     check_int,
     check_like_module,
     check_real,
@@ -135,6 +136,8 @@ def _rope_positions(x: Tensor, positions: Tensor | None, base: float) -> Tensor:
     check_real("base", base, low=0.0, low_open=True)
     if positions is None:
         return torch.arange(t, device=x.device)
+    if isinstance(positions, Tensor) and positions.is_meta and not x.is_meta:
+        check_has_values("positions", positions)  # x has values: positions must too
     positions = torch.as_tensor(positions, device=x.device)
     if positions.dtype == torch.bool or positions.is_complex():
         raise TypeError(

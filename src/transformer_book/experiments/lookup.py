@@ -19,7 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validate import check_compute_device, check_int, check_real, check_seed
+from .._validate import (
+    check_compute_device,
+    check_int,
+    check_on,
+    check_real,
+    check_seed,
+    check_tensor,
+    check_token_ids,
+)
 from ..attention import scaled_dot_product_attention
 from ..data import LookupBatch, lookup_task
 from ..device import set_seed
@@ -50,6 +58,7 @@ class LookupAttention(nn.Module):
 
     def __init__(self, n_keys: int, n_values: int, d_half: int = 16, d_k: int = 16):
         super().__init__()
+        _check_sizes(n_keys=n_keys, n_values=n_values, d_half=d_half, d_k=d_k)
         self.key_embed = nn.Embedding(n_keys, d_half)
         self.value_embed = nn.Embedding(n_values, d_half)
         self.W_Q = nn.Linear(2 * d_half, d_k, bias=False)
@@ -59,12 +68,14 @@ class LookupAttention(nn.Module):
 
     def items(self, keys: Tensor, values: Tensor) -> Tensor:
         # (B, N) ids -> (B, N, 2 * Dh): key embedding glued to value embedding
+        _check_rows(self, keys, values)
         return torch.cat([self.key_embed(keys), self.value_embed(values)], dim=-1)
 
     def attend(
         self, keys: Tensor, values: Tensor, query: Tensor
     ) -> tuple[Tensor, Tensor]:
         # -> output (B, 1, Dk), weights (B, 1, N)
+        _check_rows(self, keys, values, query)
         asked = self.key_embed(query)[:, None]  # (B,) -> (B, 1, Dh)
         asked = torch.cat([asked, torch.zeros_like(asked)], dim=-1)  # (B, 1, 2 * Dh)
         items = self.items(keys, values)  # (B, N, 2 * Dh)
@@ -82,9 +93,49 @@ class UniformAverage(LookupAttention):
     def attend(
         self, keys: Tensor, values: Tensor, query: Tensor
     ) -> tuple[Tensor, Tensor]:
+        _check_rows(self, keys, values, query)  # the query is checked, then unused
         v = self.W_V(self.items(keys, values))  # (B, N, Dk)
         weights = torch.full((len(v), 1, v.shape[1]), 1 / v.shape[1], device=v.device)
         return weights @ v, weights  # (B, 1, N) @ (B, N, Dk) -> (B, 1, Dk)
+
+
+def _check_sizes(**sizes: object) -> None:
+    for name, size in sizes.items():
+        check_int(name, size, minimum=1)
+
+
+_NO_QUERY = object()  # items() has keys and values only
+
+
+def _check_rows(
+    model: LookupAttention, keys: object, values: object, query: object = _NO_QUERY
+) -> None:
+    """keys and values (B, N) ids in range, query (B,) (if given), on the model's
+    device: shapes and the ids' smallest and largest values, cheap on the CPU."""
+    weight = model.key_embed.weight
+    check_token_ids("keys", keys, model.key_embed.num_embeddings, "(B, N)")
+    check_token_ids("values", values, model.value_embed.num_embeddings, "(B, N)")
+    if keys.shape != values.shape or keys.shape[1] == 0:
+        raise ValueError(
+            "keys and values must have one shape (B, N) with N >= 1, got "
+            f"keys {tuple(keys.shape)} and values {tuple(values.shape)}"
+        )
+    check_on("keys", keys, weight)
+    check_on("values", values, weight)
+    if query is _NO_QUERY:
+        return
+    check_tensor("query", query, "int")
+    if query.dim() != 1:
+        raise ValueError(
+            f"query must have shape (B,) of key ids, got {tuple(query.shape)}"
+        )
+    check_token_ids("query", query[:, None], model.key_embed.num_embeddings, "(B,)")
+    if len(query) != len(keys):
+        raise ValueError(
+            f"query {tuple(query.shape)} and keys {tuple(keys.shape)} have "
+            "different batch sizes"
+        )
+    check_on("query", query, weight)
 
 
 MODELS: dict[str, type[LookupAttention]] = {
