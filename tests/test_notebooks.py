@@ -128,6 +128,7 @@ def test_the_execution_record_says_how_long_and_on_what():
     assert isinstance(record["kernels"], str) and record["kernels"]
     assert budget_seconds(ROOT / "book" / "08_beyond_text.ipynb") == 90
     assert budget_seconds(ROOT / "book" / "appendix_one_page.ipynb") == 30
+    assert budget_seconds(ROOT / "book" / "appendix_gpt_text.ipynb") == 60
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=CHAPTER_IDS)
@@ -198,7 +199,10 @@ def test_chapter_structure(path):
 
 def test_the_toc_has_the_chapters_then_the_appendix():
     assert [p.name[:3] for p in CHAPTERS] == [f"{n:02d}_" for n in range(1, 9)]
-    assert [p.name for p in APPENDIX] == ["appendix_one_page.ipynb"]
+    assert [p.name for p in APPENDIX] == [
+        "appendix_one_page.ipynb",
+        "appendix_gpt_text.ipynb",
+    ]
     assert NOTEBOOKS == CHAPTERS + APPENDIX, "the appendix comes after the chapters"
 
 
