@@ -120,7 +120,7 @@ def checker(name: str, todo: str = TODO_CODE) -> Callable:
             try:
                 check(*answers, **named)
             except NotAttempted:
-                print(f"{name}: not attempted yet. {todo} and run the cell again.")
+                print(f"{name}: not attempted yet.\n{todo} and run the cell again.")
                 return
             print(f"{name}: all checks passed.")
 
