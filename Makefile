@@ -97,14 +97,15 @@ html: book
 
 # A PDF of each edition in _build/pdf/ (and in the site's pdf/ folders, for the
 # download menu): the built HTML printed by headless Chromium (scripts/pdf.py), then
-# read back with poppler-utils (tests/test_pdf.py). Needs `make book` first.
+# read back with poppler-utils (tests/test_pdf.py). Needs `make book` first. `make
+# browser` alone, before `make pdf`, skips the menus' PDF links (CI=true fails).
 pdf: $(STAMP)
 	$(PY) scripts/pdf.py
 	$(VENV)/bin/pytest -q -m browser tests/test_pdf.py
 
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
-	$(VENV)/bin/pytest -q -m browser tests/test_book_html.py tests/test_search.py
+	$(VENV)/bin/pytest -q -rs -m browser tests/test_book_html.py tests/test_search.py
 
 # Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and
 # Python 3.13 (python3.13 on PATH, else pyenv's), installed as Colab's setup cell does;
