@@ -239,7 +239,6 @@ X = randn(2, 5, 8)  # (B, T, D)
 Q, K, V = randn(2, 5, 4), randn(2, 6, 4), randn(2, 6, 3)
 Q4, K4, V4 = randn(1, 2, 5, 4), randn(1, 2, 6, 4), randn(1, 2, 6, 4)
 STREAM = torch.arange(40) % 11
-TOK = "accepts any object with the tokenizer's methods (duck-typed), used at once"
 SEED0 = {("seed", "zero"): "seed 0 is a seed"}
 ANY_SEED = {**SEED0, ("seed", "negative"): "any int seeds a generator (mod 2**32)"}
 ZERO_OK = "0 is in the documented domain"
@@ -1311,7 +1310,7 @@ add(
 PT = pretraining
 add(
     "experiments.pretraining.topic_data",
-    fn(PT.topic_data, tokenizer=Lazy(lambda: minilm()[1]), skip={"tokenizer": TOK}),
+    fn(PT.topic_data, tokenizer=Lazy(lambda: minilm()[1])),
 )
 add(
     "experiments.pretraining.label_subset",
@@ -1366,7 +1365,6 @@ add(
         PT.topic_features,
         model=Lazy(lambda: minilm()[0]),
         tokenizer=Lazy(lambda: minilm()[1]),
-        skip={"tokenizer": TOK},
         slow=SEEDS_TEST.format("pretraining"),
     ),
 )
@@ -1577,7 +1575,7 @@ add(
 )
 add(
     "experiments.variants.task_pairs",
-    fn(VA.task_pairs, tok=Lazy(bpe), split="test", skip={"tok": TOK}),
+    fn(VA.task_pairs, tok=Lazy(bpe), split="test"),
 )
 add(
     "experiments.variants.raw_batches",
@@ -1587,7 +1585,6 @@ add(
         stream=Lazy(VA.train_stream),
         steps=1,
         seed=0,
-        skip={"tok": TOK},
         accepts=SEED0,
     ),
 )
@@ -1600,7 +1597,6 @@ add(
         text=Lazy(lambda: VA.raw_batches(bpe(), VA.train_stream(), 1, 0)[0][0]),
         tasks=Lazy(lambda: VA.raw_batches(bpe(), VA.train_stream(), 1, 0)[0][1]),
         gen=gen(),
-        skip={"tok": TOK},
     ),
 )
 add(
@@ -1624,7 +1620,6 @@ add(
         max_len=64,
         prefix=VA.TASK_PREFIX,
         tasks=Lazy(lambda: VA.task_pairs(bpe(), "test")),
-        skip={"tok": TOK},
         accepts={("prefix", "unknown str"): "any text is a task prefix"},
         slow=SEEDS_TEST.format("variants"),
     ),
@@ -1638,7 +1633,6 @@ add(
         tok=Lazy(bpe),
         probes=Lazy(VA.probe_set),
         slow=SEEDS_TEST.format("variants"),
-        skip={"tok": TOK},
     ),
 )
 add(
@@ -1650,7 +1644,6 @@ add(
         tok=Lazy(bpe),
         probes=Lazy(VA.probe_set),
         cut=False,
-        skip={"tok": TOK},
     ),
 )
 VU = variants_uses
@@ -1660,7 +1653,6 @@ add(
         VU.heldout_perplexity,
         model=Lazy(lambda: VA.variant_models(bpe().vocab_size)["GPT"]),
         tok=Lazy(bpe),
-        skip={"tok": TOK},
         slow=SEEDS_TEST.format("variants"),
     ),
 )
@@ -1670,7 +1662,6 @@ add(
         VU.unigram_perplexity,
         tok=Lazy(bpe),
         held=None,
-        skip={"tok": TOK},
         slow=SEEDS_TEST.format("variants"),
     ),
 )
@@ -1682,7 +1673,6 @@ add(
         tok=Lazy(bpe),
         how="mean",
         steps=1,
-        skip={"tok": TOK},
         slow=SEEDS_TEST.format("variants"),
     ),
 )
@@ -1695,7 +1685,6 @@ add(
         steps=1,
         seed=0,
         device="cpu",
-        skip={"tok": TOK},
         slow=SEEDS_TEST.format("variants"),
         accepts=SEED0,
     ),
@@ -1853,7 +1842,6 @@ add(
         tokenizer=Lazy(lambda: minilm()[1]),
         seed=0,
         n_random=1,
-        skip={"tokenizer": TOK},
         slow=SEEDS_TEST.format("bert_heads"),
         accepts=SEED0,
     ),
@@ -1864,7 +1852,6 @@ add(
         BH.corpus_texts,
         tokenizer=Lazy(lambda: minilm()[1]),
         seed=0,
-        skip={"tokenizer": TOK},
         accepts=SEED0,
     ),
 )
@@ -2599,7 +2586,6 @@ add(
         tokenizer=Lazy(lambda: minilm()[1]),
         texts=["a cat.", "the dog sat."],
         pad_id=0,
-        skip={"tokenizer": TOK},
         accepts={("pad_id", "zero"): "[PAD] is id 0"},
     ),
 )
@@ -2611,7 +2597,6 @@ add(
         tokenizer=Lazy(lambda: minilm()[1]),
         texts=["a cat.", "the dog sat."],
         batch_size=1,
-        skip={"tokenizer": TOK},
     ),
 )
 
@@ -2862,7 +2847,6 @@ add(
         TK.encode_stream,
         tokenizer=Lazy(bpe),
         texts=["a b", "c"],
-        skip={"tokenizer": TOK},
     ),
 )
 add(

@@ -465,3 +465,32 @@ def test_apply_rope_names_meta_positions():
         apply_rope(x, torch.arange(5, device="meta"))
     out = apply_rope(x.to("meta"), torch.arange(5, device="meta"))  # no values
     assert out.is_meta and out.shape == x.shape
+
+
+# ------------------------------------------ issue 44: tokenizer arguments
+
+
+@pytest.mark.parametrize(
+    "bad", [None, "abc", 3, object()], ids=["None", "str", "int", "object"]
+)
+def test_task_pairs_names_a_tokenizer_that_is_not_one(bad):
+    from transformer_book.experiments.variants import task_pairs
+
+    # None gave AttributeError, a str LookupError (str.encode read a codec's name)
+    with pytest.raises(TypeError, match=r"^tok must be one of the book's tokenizers"):
+        task_pairs(bad, "test")
+
+
+def test_a_tokenizer_of_the_other_kind_is_named():
+    from transformer_book.experiments.bert_heads.study import corpus_texts
+    from transformer_book.pretrained import load_minilm, tokenize
+
+    with pytest.raises(TypeError, match="tokenizer must be a Hugging Face"):
+        tokenize(get_tokenizer(), ["a sentence"])  # the book's BPE: no Encodings
+    with pytest.raises(TypeError, match="tokenizer must be a Hugging Face"):
+        corpus_texts(char_tokenizer())
+    from transformer_book.experiments.variants import format_batch
+
+    with pytest.raises(TypeError, match="tok must be one of the book's"):
+        format_batch("GPT", load_minilm()[1], torch.zeros(1, 4, dtype=torch.long),
+                     [], torch.Generator())  # fmt: skip

@@ -7,7 +7,9 @@ the package; re-exports count once); every one must have an entry in
 entry gives one valid call. For each argument of that call, bad values are derived
 from the annotation (``bad_values``): a bool or a float for an int, a str for a
 number or a sequence, NaN and ±inf for a float, zero and negative sizes, None where
-None is not allowed, a tensor of the wrong dtype, rank or device, an empty tensor.
+None is not allowed, a tensor of the wrong dtype, rank or device, an empty tensor;
+for a tokenizer (``tok``, ``tokenizer``) a str, a number, an object without
+``encode`` and a tokenizer of the other kind (the book's or Hugging Face's).
 Each must give a ``ValueError`` or ``TypeError`` whose message names the argument,
 within ``TIME_LIMIT`` seconds, unless the entry lists it in ``accepts`` with the
 reason (then the call must succeed). So a new public function fails here until it
@@ -15,8 +17,8 @@ has an entry, and a new entry fails until its function validates its arguments.
 
 Two lists in the table record what is known not to hold yet, each in one place:
 ``DECODE_REWRITE_XFAIL``, the failing cases of the decode path that issue 28
-rewrites (``OWNED_BY_DECODE_REWRITE``), and ``GAPS``, the entries of modules that
-issue 24 did not harden. Both are expected failures that must stay failures: once
+rewrites (``OWNED_BY_DECODE_REWRITE``), and ``GAPS``, known gaps with their
+reasons (empty since issue 44). Both are expected failures that must stay failures: once
 one passes, the test says to remove it, so neither list can hide a regression.
 
 The dtype policy of every model and attention entry point (``DTYPE_POLICY``) is
@@ -47,6 +49,7 @@ from public_api_table import (
     RECORDS,
     TABLE,
 )
+from public_api_table import minilm as _minilm
 from public_api_table import tiny_gpt as _tiny_gpt
 
 import transformer_book
@@ -146,7 +149,10 @@ def bad_values(
     words = _words(annotation)
     optional = optional or "None" in words
     out: list[tuple[str, object]] = []
-    if isinstance(value, torch.Tensor) or "Tensor" in words:
+    if name in TOKENIZER_NAMES:  # duck-typed: what a reader may pass instead
+        out += [("str", "abc"), ("int", 3), ("no encode", _NoEncode())]
+        out += [("other kind", _other_tokenizer(value))]
+    elif isinstance(value, torch.Tensor) or "Tensor" in words:
         if isinstance(value, torch.Tensor):
             out.append(("list", value.tolist()))
             out.append((f"dtype {_wrong_dtype(value).dtype}", _wrong_dtype(value)))
@@ -185,6 +191,29 @@ def bad_values(
     if not optional and "bool" not in words:
         out.append(("None", None))
     return out
+
+
+# Tokenizer arguments: a string (whose str.encode reads text as a codec's name),
+# a number, an object with a tokenizer's ids but no encode, and a tokenizer of the
+# other kind (the book's BPE where a Hugging Face tokenizer is read, and back)
+TOKENIZER_NAMES = ("tok", "tokenizer")
+
+
+class _NoEncode:
+    """Has a tokenizer's special ids and batch method, but no ``encode``."""
+
+    vocab_size, pad_id, eos_id = 11, 0, 1
+
+    def encode_batch(self, texts):
+        return []
+
+
+def _other_tokenizer(value: object) -> object:
+    from transformer_book.tokenizer import Tokenizer, get_tokenizer
+
+    if isinstance(value, Tokenizer):
+        return _minilm()[1]
+    return get_tokenizer()
 
 
 # Seeds past 2**63: refused (naming the argument) or used as they are, never a

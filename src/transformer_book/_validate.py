@@ -263,6 +263,45 @@ def check_generator(name: str, generator: object) -> None:
         )
 
 
+# What the package's functions read from a tokenizer, by kind: the book's own
+# (tokenizer.get_tokenizer(), char_tokenizer(): ids of the special tokens) and a
+# Hugging Face ``tokenizers.Tokenizer`` (pretrained.load_minilm()'s: batches of
+# Encodings, truncation). Duck-typed: any object with these attributes will do.
+TOKENIZER_KINDS = {
+    "book": (
+        "one of the book's tokenizers, such as tokenizer.get_tokenizer()",
+        tuple(
+            "encode decode vocab_size pad_id mask_id cls_id sep_id bos_id eos_id "
+            "sentinel_ids special_ids".split()
+        ),
+    ),
+    "hf": (
+        "a Hugging Face tokenizers.Tokenizer, such as pretrained.load_minilm()'s",
+        ("encode", "encode_batch", "token_to_id", "enable_truncation"),
+    ),
+}
+
+
+def check_tokenizer(name: str, tok: object, kind: str = "book") -> None:
+    """``tok`` has what a tokenizer of ``kind`` ("book" or "hf") is read for.
+
+    Checked before any work: a None, a string (whose ``str.encode`` would read a
+    label as a codec's name) or a tokenizer of the other kind is named at once,
+    not met as an AttributeError or a LookupError halfway through.
+    """
+    expected, needed = TOKENIZER_KINDS[kind]
+    if tok is None or isinstance(tok, str | bytes | numbers.Number):
+        raise TypeError(f"{name} must be {expected}, got {type(tok).__name__}")
+    missing = [a for a in needed if not hasattr(tok, a)]
+    if not missing and not callable(tok.encode):
+        missing = ["a callable encode"]
+    if missing:
+        raise TypeError(
+            f"{name} must be {expected}, got {type(tok).__name__}, which has no "
+            + ", ".join(missing)
+        )
+
+
 def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, x, "float")

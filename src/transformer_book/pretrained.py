@@ -43,6 +43,7 @@ from ._validate import (
     check_device,
     check_int,
     check_real,
+    check_tokenizer,
 )
 from .models import BERT, BERTConfig
 
@@ -334,6 +335,7 @@ def tokenize(tokenizer, texts: Sequence[str], pad_id: int = 0) -> tuple[Tensor, 
     ``real`` is True at the tokens of the sentence ([CLS] and [SEP] included) and
     False at the padding.
     """
+    check_tokenizer("tokenizer", tokenizer, "hf")
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
         raise ValueError("texts must be a non-empty list of strings")
     if not all(isinstance(t, str) for t in texts):
@@ -363,6 +365,7 @@ def sentence_embeddings(
     """
     if not isinstance(model, BERT):
         raise TypeError(f"model must be a models.BERT, got {type(model).__name__}")
+    check_tokenizer("tokenizer", tokenizer, "hf")
     check_int("batch_size", batch_size, minimum=1)
     ids, real = tokenize(tokenizer, texts, model.cfg.pad_id)
     lengths = real.sum(dim=1)

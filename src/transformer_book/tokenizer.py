@@ -30,6 +30,7 @@ from ._validate import (
     check_has_values,
     check_int,
     check_tensor,
+    check_tokenizer,
 )
 from .corpus import corpus_text, paragraphs
 
@@ -258,10 +259,7 @@ def encode_stream(tokenizer: Tokenizer, texts: list[str]) -> Tensor:
 
     Shapes: returns (N,) int64.
     """
-    if not isinstance(tokenizer, Tokenizer):
-        raise TypeError(
-            f"tokenizer must be a Tokenizer, got {type(tokenizer).__name__}"
-        )
+    check_tokenizer("tokenizer", tokenizer)
     _check_texts("texts", texts)
     ids: list[int] = []
     for text in texts:

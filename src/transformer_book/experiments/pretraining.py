@@ -35,6 +35,7 @@ from .._validate import (
     check_int,
     check_seed,
     check_tensor,
+    check_tokenizer,
 )
 from ..corpus import topic_sentences
 from ..device import set_seed
@@ -106,6 +107,7 @@ def topic_data(tokenizer) -> TopicData:
     keeps its share. Sets the tokenizer's
     truncation to ``MAX_TOKENS``.
     """
+    check_tokenizer("tokenizer", tokenizer, "hf")
     tokenizer.enable_truncation(MAX_TOKENS)
     train_texts, train_labels = topic_sentences("train", TOPICS)
     test_texts, test_labels = topic_sentences("test", TOPICS)

@@ -37,6 +37,7 @@ from .._validate import (
     check_real,
     check_seed,
     check_tensor,
+    check_tokenizer,
 )
 from ..corpus import CLASSIFICATION_TOPICS, paragraphs, topic_sentences
 from ..device import set_seed
@@ -98,6 +99,7 @@ def task_pairs(tok: BPETokenizer, split: str) -> list[tuple[list[int], list[int]
 
     The sentence is cut so that prefix, sentence, [SEP] and answer fit BLOCK_LEN.
     """
+    check_tokenizer("tok", tok)
     texts, labels = topic_sentences(split, CLASSIFICATION_TOPICS)
     answers = [tok.encode(label) for label in TASK_LABELS]
     if any(len(a) != 1 for a in answers):
@@ -133,6 +135,7 @@ def raw_batches(
     Each step: TEXT_ROWS windows of BLOCK_LEN tokens (TEXT_ROWS, T), and TASK_ROWS
     (sentence, answer) pairs of the topic task.
     """
+    check_tokenizer("tok", tok)
     check_int("steps", steps, minimum=1)
     check_seed("seed", seed)
     gen = torch.Generator().manual_seed(seed + 1)
@@ -188,6 +191,7 @@ def format_batch(
     check_real("mean_span_length", mean_span_length, low=1.0)
     if name not in MODELS:
         raise ValueError(f"name must be one of {MODELS}, got {name!r}")
+    check_tokenizer("tok", tok)
     check_tensor("text", text, "int")
     if text.dim() != 2 or text.shape[1] < 2 or text.is_meta:
         raise ValueError(

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .._validate import check_has_values, check_instance, check_int, check_tensor
+from .._validate import (
+    check_has_values,
+    check_instance,
+    check_int,
+    check_tensor,
+    check_tokenizer,
+)
 from ..corpus import sentences
 from ..tokenizer import BPETokenizer
 
@@ -53,6 +59,7 @@ def make_probes(
     tasks: list[tuple[list[int], list[int]]],
 ) -> ProbeSet:
     """The probes from the held-out sentences and the ``tasks`` test pairs."""
+    check_tokenizer("tok", tok)
     check_tensor("train_stream", train_stream, "int")
     check_has_values("train_stream", train_stream)
     if train_stream.dim() != 1 or train_stream.numel() == 0:
@@ -147,7 +154,7 @@ def top_guesses(
     """(N,) model ``name``'s most probable token for each probe item: the blank
     probe's, or with ``cut`` the next probe's. What a model on the unigram plateau
     predicts shows here: one and the same token for most items."""
-    _check_scored(name, model, probes)
+    _check_scored(name, model, tok, probes)
     model.eval()
     return _logits_at(name, model, tok, probes, cut).argmax(dim=-1).cpu()
 
@@ -157,7 +164,7 @@ def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
 
     Returns blank_acc, blank_ppl, next_acc, next_ppl and task_acc.
     """
-    _check_scored(name, model, probes)
+    _check_scored(name, model, tok, probes)
     model.eval()
     scores = {}
     for probe, cut in (("blank", False), ("next", True)):
@@ -173,8 +180,9 @@ def score_model(name: str, model: nn.Module, tok, probes: ProbeSet) -> dict:
     return scores
 
 
-def _check_scored(name: str, model: object, probes: object) -> None:
+def _check_scored(name: str, model: object, tok: object, probes: object) -> None:
     if name not in ("BERT", "GPT", "T5"):
         raise ValueError(f"name must be 'BERT', 'GPT' or 'T5', got {name!r}")
     check_instance("model", model, nn.Module)
+    check_tokenizer("tok", tok)
     check_instance("probes", probes, ProbeSet)

@@ -25,6 +25,7 @@ from .._validate import (
     check_real,
     check_seed,
     check_tensor,
+    check_tokenizer,
 )
 from ..corpus import paragraphs
 from ..device import set_seed
@@ -79,6 +80,7 @@ def pooled_topic_accuracy(
     training vectors (deterministic), names the topic of the test sentences.
     """
     check_instance("model", model, BERT)
+    check_tokenizer("tok", tok)
     if how not in ("cls", "mean"):
         raise ValueError(f"how must be 'cls' or 'mean', got {how!r}")
     check_int("steps", steps, minimum=1)
@@ -121,6 +123,7 @@ def heldout_perplexity(model: GPT, tok: BPETokenizer) -> tuple[float, float]:
     The unigram model is the training text's add-one token frequencies.
     """
     check_instance("model", model, GPT)
+    check_tokenizer("tok", tok)
     held = blocks(encode_stream(tok, [p for _, p in paragraphs("heldout")]), BLOCK_LEN)
     device = next(model.parameters()).device
     model.eval()
@@ -133,6 +136,7 @@ def unigram_perplexity(tok: BPETokenizer, held: Tensor | None = None) -> float:
     """The unigram model's perplexity on the held-out prose (as
     :func:`heldout_perplexity` predicts it): the training text's add-one token
     frequencies. ``held``: the held-out windows, if already encoded."""
+    check_tokenizer("tok", tok)
     if held is None:
         held = blocks(
             encode_stream(tok, [p for _, p in paragraphs("heldout")]), BLOCK_LEN
@@ -151,6 +155,7 @@ def finetune_topic(
     sentences are never seen. ``model`` is changed in place.
     """
     check_instance("model", model, T5)
+    check_tokenizer("tok", tok)
     check_int("steps", steps, minimum=1)
     check_seed("seed", seed)
     check_compute_device("device", device)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..._validate import check_instance, check_int, check_seed
+from ..._validate import check_instance, check_int, check_seed, check_tokenizer
 from ...models import BERT
 from .grammar import shuffle_words, syntax_sentences
 from .measures import (
@@ -91,6 +91,7 @@ def _corpus(tokenizer, rng: random.Random) -> list[str]:
 
 def corpus_texts(tokenizer, seed: int = 0) -> list[str]:
     """The corpus sentences of ``run_heads(model, tokenizer, seed)``."""
+    check_tokenizer("tokenizer", tokenizer, "hf")
     check_seed("seed", seed)
     return _corpus(tokenizer, random.Random(seed))
 
@@ -102,6 +103,7 @@ def run_heads(model: BERT, tokenizer, seed: int = 0, n_random: int = 3) -> Heads
     one, test on the other) and the random heads of the control ablations.
     """
     check_instance("model", model, BERT)
+    check_tokenizer("tokenizer", tokenizer, "hf")
     check_seed("seed", seed)
     check_int("n_random", n_random, minimum=1)
     return _run_heads(model, tokenizer, seed, n_random)
