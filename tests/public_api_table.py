@@ -1391,6 +1391,45 @@ add(
         ),
     ),
 )
+add(
+    "experiments.pretraining.MiniLMClassifier",
+    fn(PT.MiniLMClassifier, encoder=Lazy(tiny_bert), head=nn.Linear(8, 3)),
+)
+add(
+    "experiments.pretraining.MiniLMClassifier.forward",
+    method(
+        PT.MiniLMClassifier,
+        "forward",
+        lambda: PT.MiniLMClassifier(tiny_bert(), nn.Linear(8, 3)),
+        ids=ids(2, 5),
+    ),
+)
+add(
+    "experiments.pretraining.finetune_minilm",
+    fn(
+        PT.finetune_minilm,
+        model=Lazy(lambda: minilm()[0]),
+        data=_TOPIC,
+        n=4,
+        seed=0,
+        steps=2,
+        batch_size=2,
+        lr=5e-5,
+        warmup=1,
+        slow=SEEDS_TEST.format("pretraining"),
+        accepts={**SEED0, ("warmup", "zero"): "no warm-up: the rate starts at lr"},
+    ),
+)
+add(
+    "experiments.pretraining.topic_accuracy",
+    fn(
+        PT.topic_accuracy,
+        model=Lazy(lambda: PT.MiniLMClassifier(minilm()[0], nn.Linear(384, 10))),
+        data=_TOPIC,
+        batch_size=64,
+        slow=SEEDS_TEST.format("pretraining"),
+    ),
+)
 OP = one_page
 for _run, _length in ((OP.run_sort, "n_digits"), (OP.run_reverse, "max_len")):
     add(
@@ -2254,6 +2293,20 @@ ANY_ALT = {
     ("alt", "empty"): "an empty alt marks a decorative figure",
 }
 add("plot.use_book_style", fn(P.use_book_style))
+add(
+    "plot.head_score_maps",
+    fn(
+        P.head_score_maps,
+        scores={"a": torch.rand(2, 3), "b": torch.rand(2, 3)},
+        title="on {}",
+        columns=2,
+        accepts={
+            ("title", "unknown str"): "any title",
+            ("title", "empty"): "an empty title is allowed",
+            ("scores", "dict"): "a mapping is what it takes",
+        },
+    ),
+)
 add(
     "plot.attention_heatmap",
     fn(

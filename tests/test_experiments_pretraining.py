@@ -96,6 +96,108 @@ def test_finetune_step_seconds_times_one_step():
         pt.finetune_step_seconds(model, torch.randint(1, 20, (2, 8)), repeats=0)
 
 
+def _tiny_task(seed: int = 0, n: int = 40):
+    """A TopicData whose label is written at position 1 (ten labels, ids 3..12)."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(13, 30, (n, 6), generator=gen)
+    labels = torch.arange(n) % len(pt.TOPICS)
+    ids[:, 1] = 3 + labels
+    ids[:, 0], ids[::2, 5] = 1, 0  # a [CLS] of sorts; half the rows padded
+    texts = [str(i) for i in range(n)]
+    return pt.TopicData(ids, labels, ids[: n // 2], labels[: n // 2], texts, texts)
+
+
+def _tiny_bert():
+    from transformer_book.models import BERT, BERTConfig
+
+    torch.manual_seed(0)
+    cfg = BERTConfig(30, 8, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.1)
+    return BERT(cfg).eval()
+
+
+def test_finetune_starts_from_the_probe_and_leaves_the_model_alone():
+    data, model = _tiny_task(), _tiny_bert()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    # a vanishing learning rate: the fine-tuned classifier is still the probe
+    still = pt.finetune_minilm(model, data, n=20, seed=3, steps=2, lr=1e-30, warmup=1)
+    assert isinstance(still, pt.MiniLMClassifier) and not still.training
+    rows = pt.label_subset(len(data.train_labels), 20, 3)
+    with torch.no_grad():
+        feats = torch.nn.functional.normalize(
+            model.pooled(data.train_ids[rows], "mean"), dim=-1
+        )
+    probe = pt.train_probe(feats, data.train_labels[rows], len(pt.TOPICS), seed=3)
+    assert torch.allclose(still.head.weight, probe.weight)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert pt.topic_accuracy(still, data) == pytest.approx(
+        (
+            probe(pt.F.normalize(model.pooled(data.test_ids, "mean"), dim=-1)).argmax(
+                -1
+            )
+            == data.test_labels
+        )
+        .float()
+        .mean()
+        .item()
+    )
+    # a real learning rate moves every part: the encoder's weights and the head's
+    tuned = pt.finetune_minilm(model, data, n=20, seed=3, steps=4, lr=1e-2, warmup=1)
+    assert not torch.equal(tuned.encoder.token.weight, model.token.weight)
+    assert not torch.equal(
+        tuned.encoder.blocks[0].self_attn.q_proj.weight,
+        model.blocks[0].self_attn.q_proj.weight,
+    )
+    assert not torch.equal(tuned.head.weight, probe.weight)
+    again = pt.finetune_minilm(model, data, n=20, seed=3, steps=4, lr=1e-2, warmup=1)
+    assert torch.equal(again.head.weight, tuned.head.weight)  # seeded
+
+
+def test_finetune_learns_a_keyword_task():
+    data, model = _tiny_task(), _tiny_bert()
+    tuned = pt.finetune_minilm(model, data, n=40, seed=0, steps=60, lr=3e-2, warmup=5)
+    assert pt.topic_accuracy(tuned, data, batch_size=7) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"model": "MiniLM"}, TypeError, "model"),
+        ({"data": (1, 2)}, TypeError, "data"),
+        ({"n": 0}, ValueError, "n"),
+        ({"n": 41}, ValueError, "n=41"),
+        ({"n": 2.0}, TypeError, "n"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"steps": 0}, ValueError, "steps"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"lr": 0.0}, ValueError, "lr"),
+        ({"lr": float("nan")}, ValueError, "lr"),
+        ({"warmup": 4}, ValueError, "warmup"),
+        ({"warmup": -1}, ValueError, "warmup"),
+    ],
+)
+def test_finetune_names_a_bad_argument(kwargs, error, match):
+    args = {
+        "model": _tiny_bert(),
+        "data": _tiny_task(),
+        "n": 8,
+        "seed": 0,
+        "steps": 4,
+        "warmup": 1,
+    } | kwargs
+    with pytest.raises(error, match=match):
+        pt.finetune_minilm(**args)
+
+
+def test_minilm_classifier_checks_its_parts():
+    model = _tiny_bert()
+    with pytest.raises(ValueError, match="head"):
+        pt.MiniLMClassifier(model, torch.nn.Linear(8, 10))
+    with pytest.raises(TypeError, match="encoder"):
+        pt.MiniLMClassifier(torch.nn.Linear(16, 16), torch.nn.Linear(16, 10))
+    out = pt.MiniLMClassifier(model, torch.nn.Linear(16, 10))(torch.ones(2, 5).long())
+    assert out.shape == (2, 10)
+
+
 @pytest.fixture(scope="module")
 def features(minilm):
     return pt.topic_features(*minilm)

@@ -61,6 +61,26 @@ def test_attention_heatmap_labels_both_axes():
         plot.attention_heatmap(torch.ones(2, 2, 2))
 
 
+def test_head_score_maps_draws_one_readable_panel_per_score():
+    scores = {"previous": torch.zeros(2, 3), "[CLS]": torch.eye(2, 3)}
+    fig, alt = plot.head_score_maps(scores, title="weight on {}")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == [
+        "weight on previous",
+        "weight on [CLS]",
+    ]
+    assert all(len(ax.texts) == 6 for ax in panels)  # each head's score written
+    assert fig.get_size_inches()[1] >= 0.33 * 2  # a row of cells per layer
+    assert "weight on [CLS]: highest 1.00 at L0H0, layer means 0.33, 0.33" in alt
+    plt.close("all")
+    with pytest.raises(ValueError, match="one shape"):
+        plot.head_score_maps({"a": torch.zeros(2, 3), "b": torch.zeros(3, 2)})
+    with pytest.raises(TypeError, match="scores"):
+        plot.head_score_maps([torch.zeros(2, 3)])
+    with pytest.raises(ValueError, match="columns"):
+        plot.head_score_maps(scores, columns=0)
+
+
 def test_plot_lines_draws_one_line_per_series():
     ax = plot.plot_lines(
         [1, 2, 3], {"a": [1, 2, 3], "b": [3, 2, 1]}, "x", "y", logy=True

@@ -22,6 +22,7 @@ from ._validate import check_real
 __all__ = [
     "use_book_style",
     "attention_heatmap",
+    "head_score_maps",
     "plot_lines",
     "series_style",
     "MODEL_STYLES",
@@ -563,3 +564,80 @@ def _switch(control, children: list):
 
     control.observe(show, names="index")
     return views
+
+
+def head_score_maps(
+    scores: Mapping[str, object], title: str = "{}", columns: int = 2
+) -> tuple[mpl.figure.Figure, str]:
+    """One heatmap per score of every attention head: layers down, heads across.
+
+    ``scores`` maps a name to an (L, H) table of scores in [0, 1] (a tensor, an
+    array or nested lists; every table the same shape), for example each head's mean
+    weight on a target. Each panel is titled ``title.format(name)`` and writes each
+    head's score in its cell; ``columns`` panels a row share one colour scale.
+    Returns ``(fig, alt)``, ``alt`` the text alternative for ``show``: for each
+    panel its highest score, the head that has it, and each layer's mean.
+    """
+    use_book_style()
+    if not isinstance(scores, Mapping):
+        raise TypeError(
+            f"scores must be a mapping of names to (L, H) tables, got "
+            f"{type(scores).__name__}"
+        )
+    if not scores:
+        raise ValueError("scores must hold at least one table")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__}")
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    tables = {}
+    for name, table in scores.items():
+        if not isinstance(name, str):
+            raise TypeError(f"scores' names must be str, got {type(name).__name__}")
+        w = _to_numpy(table, f"scores[{name!r}]")
+        if w.ndim != 2 or w.size == 0:
+            raise ValueError(
+                f"scores[{name!r}] must be a non-empty (L, H) table, got shape "
+                f"{w.shape}"
+            )
+        if not np.isfinite(w).all():
+            raise ValueError(f"scores[{name!r}] holds NaN or inf")
+        if tables and w.shape != next(iter(tables.values())).shape:
+            raise ValueError(
+                f"scores[{name!r}] has shape {w.shape}, the first table "
+                f"{next(iter(tables.values())).shape}: every table must have one shape"
+            )
+        tables[name] = w
+    n_layers, n_heads = next(iter(tables.values())).shape
+    cols = min(columns, len(tables))
+    rows = -(-len(tables) // cols)
+    size = (cols * (0.33 * n_heads + 0.8) + 0.9, rows * (0.33 * n_layers + 0.9))
+    fig, axes = plt.subplots(
+        rows, cols, figsize=size, squeeze=False, layout="constrained"
+    )
+    for ax in axes.flat[len(tables) :]:
+        ax.set_visible(False)
+    findings = []
+    for ax, (name, w) in zip(axes.flat[: len(tables)], tables.items(), strict=True):
+        image = ax.imshow(w, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.grid(False)
+        ax.set_xticks(range(n_heads))
+        ax.set_yticks(range(n_layers))
+        ax.set(xlabel="head", ylabel="layer", title=title.format(name))
+        for (i, j), v in np.ndenumerate(w):
+            text = f"{v:.2f}".removeprefix("0")  # .42: short enough for its cell
+            color = "white" if v > 0.6 else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+        layer, head = np.unravel_index(int(w.argmax()), w.shape)
+        means = ", ".join(f"{m:.2f}" for m in w.mean(axis=1))
+        findings.append(
+            f"{title.format(name)}: highest {w.max():.2f} at L{layer}H{head}, "
+            f"layer means {means}"
+        )
+    fig.colorbar(image, ax=axes, shrink=0.8, label="score")
+    alt = (
+        f"{len(tables)} heatmaps of {n_layers} layers (rows, 0 to {n_layers - 1}) "
+        f"by {n_heads} heads (columns, 0 to {n_heads - 1}), each head's score "
+        f"written in its cell. " + "; ".join(findings) + "."
+    )
+    return fig, alt
