@@ -1430,6 +1430,10 @@ add(
         slow=SEEDS_TEST.format("pretraining"),
     ),
 )
+add(
+    "experiments.pretraining.finetune_claims",
+    fn(PT.finetune_claims, probe=0.45, finetuned=0.48, scratch=0.28),
+)
 OP = one_page
 for _run, _length in ((OP.run_sort, "n_digits"), (OP.run_reverse, "max_len")):
     add(

@@ -210,3 +210,26 @@ def test_sample_efficiency_claims_hold_for_other_seeds(features, seed):
     result = pt.run_sample_efficiency(*features, seed=seed)
     claims = pt.sample_efficiency_claims(result)
     assert all(claims.values()), (claims, result)
+
+
+def test_finetune_claims_read_the_three_scores():
+    assert all(pt.finetune_claims(0.45, 0.48, 0.28).values())
+    worse = pt.finetune_claims(0.45, 0.45 - pt.FINETUNE_SLACK - 0.01, 0.28)
+    assert not worse[f"fine-tuned at least the probe's score, less {pt.FINETUNE_SLACK}"]
+    close = pt.finetune_claims(0.45, 0.45, 0.45 - pt.FINETUNE_LEAD + 0.01)
+    assert not close[f"fine-tuned ahead of scratch by {pt.FINETUNE_LEAD} or more"]
+    with pytest.raises(ValueError, match="finetuned"):
+        pt.finetune_claims(0.4, 1.5, 0.2)
+
+
+@pytest.mark.seeds
+@pytest.mark.xdist_group("minilm")  # one process loads MiniLM for these (make seeds)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_finetune_claims_hold_for_other_seeds(minilm, features, seed):
+    # measured (one thread): fine-tuned - probe -0.004, +0.039, +0.004 for seeds 1-3
+    n = pt.FINETUNE_LABELS
+    result = pt.run_sample_efficiency(*features, seed=seed, label_counts=(n,))
+    tuned = pt.finetune_minilm(minilm[0], features[0], n, seed=seed)
+    finetuned = pt.topic_accuracy(tuned, features[0])
+    claims = pt.finetune_claims(result.pretrained[0], finetuned, result.scratch[0])
+    assert all(claims.values()), (claims, result, finetuned)
