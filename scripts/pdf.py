@@ -25,6 +25,7 @@ Usage: python scripts/pdf.py [en] [zh-TW]   (both by default)
 from __future__ import annotations
 
 import html
+import io
 import os
 import re
 import shutil
@@ -127,9 +128,29 @@ def _rewrite_links(article, page: str, html_root: Path, known: set[str]) -> None
             tag[attr] = absolute
 
 
-def _colab_url(soup) -> str | None:
-    link = soup.find("a", href=re.compile(r"colab\.research\.google\.com"))
-    return link["href"] if link else None
+def _colab_url(source: str) -> str | None:
+    link = re.search(r'href="(https://colab\.research\.google\.com[^"]*)"', source)
+    return html.unescape(link.group(1)) if link else None
+
+
+def _article(source: str):
+    """The soup of a built page's article alone (the rest of the page, its widgets'
+    state above all, is as long again and need not be parsed)."""
+    start = source.find('<article class="bd-article"')
+    end = source.find("</article>", start)
+    if start < 0 or end < 0:
+        return BeautifulSoup(source, "html.parser")
+    return BeautifulSoup(source[start : end + len("</article>")], "html.parser")
+
+
+def _see(soup, target: str, label: str):
+    """The note left where an answer or a solution was: a link to it in the end
+    matter."""
+    link = soup.new_tag("a", href="#" + target)
+    link.string = label
+    note = soup.new_tag("p", attrs={"class": "tb-see"})
+    note.append(link)
+    return note
 
 
 def _end_matter(soup, article, page: str, labels: dict) -> list:
@@ -148,11 +169,7 @@ def _end_matter(soup, article, page: str, labels: dict) -> list:
             for child in list(option.summary.contents):
                 choice.append(child)
             option.replace_with(choice)
-        link = soup.new_tag("a", href="#" + copy["id"])
-        link.string = labels["answers_link"]
-        note = soup.new_tag("p", attrs={"class": "tb-see"})
-        note.append(link)
-        quiz.append(note)
+        quiz.append(_see(soup, copy["id"], labels["answers_link"]))
     number = 0
     for details in article.find_all("details"):
         summary = details.find("summary", recursive=False)
@@ -176,11 +193,7 @@ def _end_matter(soup, article, page: str, labels: dict) -> list:
         for child in list(details.contents):
             block.append(child)
         solutions.append(block)
-        link = soup.new_tag("a", href="#" + block["id"])
-        link.string = labels["solution_link"]
-        note = soup.new_tag("p", attrs={"class": "tb-see"})
-        note.append(link)
-        details.replace_with(note)
+        details.replace_with(_see(soup, block["id"], labels["solution_link"]))
     out = []
     for key, blocks in (("answers", answers), ("solutions", solutions)):
         if blocks:
@@ -191,11 +204,11 @@ def _end_matter(soup, article, page: str, labels: dict) -> list:
     return out
 
 
-def print_page(edition: str, page: str, html_root: Path, known: set[str]) -> str:
-    """The print form of one built page: its article, as HTML."""
+def print_page(edition: str, page: str, html_root: Path, known: set[str]):
+    """The print form of one built page: its article (a div.tb-page)."""
     labels = LABELS[edition]
     source = (html_root / f"{page}.html").read_text(encoding="utf-8")
-    soup = BeautifulSoup(source, "html.parser")
+    soup = _article(source)
     article = soup.find("article", class_="bd-article")
     for tag in article.select(
         ".tb-edition-link, a.headerlink, script, .tb-widget-a11y, style"
@@ -208,7 +221,7 @@ def print_page(edition: str, page: str, html_root: Path, known: set[str]) -> str
     end = _end_matter(soup, article, page, labels)
     for details in article.find_all("details"):  # hidden cells print open
         details["open"] = ""
-    colab = _colab_url(soup)
+    colab = _colab_url(source)
     h1 = article.find("h1")
     if colab and h1 is not None:
         note = soup.new_tag("p", attrs={"class": "tb-colab"})
@@ -223,7 +236,7 @@ def print_page(edition: str, page: str, html_root: Path, known: set[str]) -> str
     for block in end:
         wrapper.append(block)
     _rewrite_links(wrapper, page, html_root, known)
-    return str(wrapper)
+    return wrapper
 
 
 def _head(html_root: Path, page: str) -> str:
@@ -256,15 +269,14 @@ def document(edition: str, pages: dict[str, str] | None = None) -> tuple[str, li
     bodies, entries, last_part = [], [], None
     for part, page in order:
         body = print_page(edition, page, html_root, known)
-        soup = BeautifulSoup(body, "html.parser")
         if part and part != last_part:
             entries.append((None, 0, part))
             last_part = part
-        for heading in soup.find_all(["h1", "h2"]):
+        for heading in body.find_all(["h1", "h2"]):
             level = 1 if heading.name == "h1" else 2
             anchor = heading.get("id") or heading.parent.get("id")
             entries.append((anchor if level == 2 else _anchor(page), level, heading))
-        bodies.append(body)
+        bodies.append(str(body))
     rows = []
     for anchor, level, heading in entries:
         if anchor is None:
@@ -371,13 +383,19 @@ def _print(page, target: Path, tagged: bool = True) -> None:
 
 def _overlay(target: Path, numbers: Path) -> None:
     """Lay each page of ``numbers`` over the page of ``target`` with its number."""
+    import logging
+
     from pypdf import PdfReader, PdfWriter
 
-    writer = PdfWriter(clone_from=target)
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    # An incremental update: the changed pages are appended to the file as it is,
+    # which is several times faster than a rewrite of the whole
+    writer = PdfWriter(target, incremental=True)
     for i, page in enumerate(PdfReader(numbers).pages):
         writer.pages[i].merge_page(page)
-    with open(target, "wb") as file:
-        writer.write(file)
+    data = io.BytesIO()
+    writer.write(data)
+    target.write_bytes(data.getvalue())
 
 
 def _heading_pages(edition: str, pdf: Path, entries: list) -> dict[str, int]:
@@ -395,19 +413,28 @@ def _heading_pages(edition: str, pdf: Path, entries: list) -> dict[str, int]:
 
 def build(edition: str, browser) -> Path:
     start = time.monotonic()
+    times = {}
+
+    def lap(name: str) -> None:
+        times[name] = time.monotonic() - start - sum(times.values())
+
     work = OUT / "html"
     work.mkdir(parents=True, exist_ok=True)
     source = work / f"{edition}.html"
     target = OUT / PDF_NAMES[edition]
     doc, entries = document(edition)
+    lap("document")
     # The contents' page numbers come from the bookmarks of the print; a second
     # print of the title page and the contents alone, showing only the numbers, is
     # laid over the first (the same layout: the chapters come after them).
     source.write_text(doc.replace('"tb-toc-page"></span>', '"tb-toc-page">000</span>'))
     page = _open(browser, source)
+    lap("load and typeset")
     page.add_style_tag(content=".tb-toc-page { visibility: hidden; }")
     _print(page, target)
+    lap("print")
     pages = _heading_pages(edition, target, entries)
+    lap("bookmarks")
     page.evaluate(
         """pages => {
           document.querySelectorAll(".tb-toc a").forEach(a => {
@@ -425,6 +452,7 @@ def build(edition: str, browser) -> Path:
     numbers = OUT / "html" / f"{edition}-numbers.pdf"
     _print(page, numbers, tagged=False)
     page.close()
+    lap("contents' numbers")
     _overlay(target, numbers)
     site = EDITIONS[edition][0] / "pdf"  # where the download menu points
     site.mkdir(exist_ok=True)
@@ -433,9 +461,13 @@ def build(edition: str, browser) -> Path:
         copy = ROOT / "_build" / "html" / "zh-TW" / "pdf"
         copy.mkdir(exist_ok=True)
         shutil.copy2(target, copy / target.name)
+    lap("overlay and copies")
     print(
         f"{target.relative_to(ROOT)}: {_page_count(target)} pages, "
-        f"{target.stat().st_size / 1e6:.1f} MB, {time.monotonic() - start:.0f} s"
+        f"{target.stat().st_size / 1e6:.1f} MB, {time.monotonic() - start:.0f} s ("
+        + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+        + ")",
+        flush=True,
     )
     return target
 
@@ -446,19 +478,36 @@ def _page_count(pdf: Path) -> int:
     return int(match.group(1)) if match else -1
 
 
-def main(argv: list[str]) -> int:
-    from playwright.sync_api import sync_playwright
+def unbuilt(edition: str) -> list[str]:
+    """The pages of the edition's table of contents that have no built HTML."""
+    html_root, toc, _ = EDITIONS[edition]
+    return [
+        page for _, page in toc_pages(toc) if not (html_root / f"{page}.html").is_file()
+    ]
 
+
+def main(argv: list[str]) -> int:
     editions = argv or list(EDITIONS)
     for edition in editions:
         if edition not in EDITIONS:
             raise SystemExit(f"unknown edition {edition!r}: one of {list(EDITIONS)}")
-        if not (EDITIONS[edition][0] / "book").is_dir():
-            raise SystemExit(f"{edition}: no built HTML; run `make book` first")
+        if missing := unbuilt(edition):
+            raise SystemExit(
+                f"{edition}: no built HTML for {', '.join(missing)} (in "
+                f"{EDITIONS[edition][1].relative_to(ROOT)}): run `make book` first"
+            )
+    if len(editions) > 1:
+        # Each edition in its own process and browser, side by side: a print is
+        # mostly one Chromium renderer's work on one core, and each edition waits in
+        # turn on its own (the bookmarks, the overlay)
+        runs = [subprocess.Popen([sys.executable, __file__, e]) for e in editions]
+        codes = [run.wait() for run in runs]
+        return max(codes)
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
-        for edition in editions:
-            build(edition, browser)
+        build(editions[0], browser)
         browser.close()
     return 0
 

@@ -5,7 +5,9 @@ and no Simplified-only character; it embeds at least one image per figure of the
 book and every font it uses; no text runs past the right margin.
 
 Needs `make book` and `make pdf` first (marked browser: the PDFs are printed by
-Chromium, so `make unit` leaves these tests out; `make pdf` runs them).
+Chromium, so `make unit` leaves these tests out; `make pdf` runs them). Each poppler
+tool reads each PDF once for all the tests (the fixture ``poppler``), all of them side
+by side, and each edition's built pages are parsed once.
 """
 
 from __future__ import annotations
@@ -49,16 +51,59 @@ def pdf_path(edition: str) -> Path:
     return path
 
 
-@functools.cache
-def text(edition: str, first: int = 1) -> str:
-    """The PDF's text from page ``first``, in the order Chromium drew it (-raw: the
-    document's order; the layout order puts a wrapped title's Chinese after it)."""
-    command = [_tool("pdftotext"), "-raw", "-f", str(first), "-enc", "UTF-8"]
-    out = subprocess.run(
-        [*command, str(pdf_path(edition)), "-"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return unicodedata.normalize("NFKC", out)
+# What the tests read of each PDF: each command's output, "{pdf}" the PDF's path
+POPPLER = {
+    # the text in the order Chromium drew it (-raw: the document's order; the layout
+    # order puts a wrapped title's Chinese after it); a form feed ends each page
+    "text": ["pdftotext", "-raw", "-enc", "UTF-8", "{pdf}", "-"],
+    "bbox": ["pdftotext", "-bbox", "{pdf}", "-"],  # each word's box
+    "info": ["pdfinfo", "{pdf}"],
+    "images": ["pdfimages", "-list", "{pdf}"],
+    "fonts": ["pdffonts", "{pdf}"],
+}
+
+
+@pytest.fixture(scope="session")
+def poppler(tmp_path_factory):
+    """``poppler(edition, name)``: the output of POPPLER[name] on the edition's PDF.
+    Every command on every PDF that exists starts at once (each one core's work) and
+    is read once for all the tests."""
+    out = tmp_path_factory.mktemp("poppler")
+    runs = {}
+    for edition in EDITIONS:
+        path = pdf.OUT / PDF_NAMES[edition]
+        if not path.is_file():
+            continue
+        for name, command in POPPLER.items():
+            args = [_tool(command[0])] + [
+                str(path) if a == "{pdf}" else a for a in command[1:]
+            ]
+            stdout = (out / f"{edition}-{name}.txt").open("wb")
+            runs[edition, name] = (
+                subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE),
+                stdout,
+            )
+
+    @functools.cache
+    def read(edition: str, name: str) -> str:
+        pdf_path(edition)  # fails if the PDF is missing
+        run, stdout = runs[edition, name]
+        error = run.communicate()[1]
+        stdout.close()
+        assert run.returncode == 0, f"{run.args}: {error.decode(errors='replace')}"
+        return (out / f"{edition}-{name}.txt").read_text(encoding="utf-8")
+
+    yield read
+    for run, stdout in runs.values():
+        run.kill()
+        run.wait()
+        stdout.close()
+
+
+def text(poppler, edition: str, first: int = 1) -> str:
+    """The PDF's text from page ``first`` on (pdftotext -raw)."""
+    pages = poppler(edition, "text").split("\f")
+    return unicodedata.normalize("NFKC", "\f".join(pages[first - 1 :]))
 
 
 @functools.cache
@@ -73,19 +118,29 @@ def squeeze(value: str) -> str:
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", value))
 
 
-def headings(edition: str) -> list[tuple[str, list[str]]]:
-    """(page, the pieces of its title outside formulas) of every chapter's and
-    section's title (h1, h2), in the order of the table of contents."""
+@functools.cache
+def articles(edition: str) -> list:
+    """(page, its article) of every built page in the table of contents' order."""
     html_root, toc, _ = pdf.EDITIONS[edition]
+    if missing := pdf.unbuilt(edition):
+        pytest.fail(f"{edition}: no built HTML for {missing}: run `make book`")
     found = []
     for _, page in pdf.toc_pages(toc):
         soup = BeautifulSoup((html_root / f"{page}.html").read_text(), "html.parser")
-        article = soup.find("article", class_="bd-article")
+        found.append((page, soup.find("article", class_="bd-article")))
+    return found
+
+
+def headings(edition: str) -> list[tuple[str, list[str]]]:
+    """(page, the pieces of its title outside formulas) of every chapter's and
+    section's title (h1, h2), in the order of the table of contents."""
+    found = []
+    for page, article in articles(edition):
         for heading in article.find_all(["h1", "h2"]):
-            for tag in heading.select("a.headerlink"):
-                tag.decompose()
             pieces = []
             for child in heading.descendants:
+                if child.find_parent("a", class_="headerlink"):
+                    continue
                 if isinstance(child, str) and not child.find_parent(class_="math"):
                     pieces.append(child)
             parts = [squeeze(p) for p in re.split(r"\s{2,}|\x00", "\x00".join(pieces))]
@@ -94,21 +149,18 @@ def headings(edition: str) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_builds(edition):
-    info = subprocess.run(
-        [_tool("pdfinfo"), str(pdf_path(edition))], capture_output=True, text=True
-    )
-    assert info.returncode == 0, info.stderr
-    pages = int(re.search(r"^Pages:\s+(\d+)", info.stdout, re.M).group(1))
+def test_builds(edition, poppler):
+    info = poppler(edition, "info")
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
     assert pages > 50, f"{edition}: {pages} pages"
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_titles_in_order(edition):
+def test_titles_in_order(edition, poppler):
     """Each title's longest piece outside formulas comes in the contents' order (a
     title's other pieces, such as a Chinese term in parentheses, only somewhere:
     pdftotext may give them after a figure drawn next to the title)."""
-    body = squeeze(text(edition, first_body_page(edition)))
+    body = squeeze(text(poppler, edition, first_body_page(edition)))
     at, missing = 0, []
     for page, pieces in headings(edition):
         if not pieces:
@@ -124,50 +176,39 @@ def test_titles_in_order(edition):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_no_raw_source(edition):
-    content = text(edition)
+def test_no_raw_source(edition, poppler):
+    content = text(poppler, edition)
     raw = [s for s in (r"\frac", "$$", r"\begin") if s in content]
     assert not raw, f"{edition}: TeX source in the PDF's text: {raw}"
     assert not entities(content), entities(content)[:5]
 
 
-def test_zh_tw_has_no_english_caption():
-    content = text("zh-TW")
+def test_zh_tw_has_no_english_caption(poppler):
+    content = text(poppler, "zh-TW")
     english = [v for v in pdf.LABELS["en"].values() if v in content]
     english += [w for w in ("Contents", "Solution", "Chapters") if w in content]
     assert not english, f"English captions in the zh-TW PDF: {english}"
 
 
-def test_zh_tw_has_no_simplified_character():
-    found = simplified(text("zh-TW"))
+def test_zh_tw_has_no_simplified_character(poppler):
+    found = simplified(text(poppler, "zh-TW"))
     assert not found, found[:10]
 
 
 def figures(edition: str) -> int:
-    html_root, toc, _ = pdf.EDITIONS[edition]
-    count = 0
-    for _, page in pdf.toc_pages(toc):
-        soup = BeautifulSoup((html_root / f"{page}.html").read_text(), "html.parser")
-        count += len(soup.find("article", class_="bd-article").find_all("img"))
-    return count
+    return sum(len(article.find_all("img")) for _, article in articles(edition))
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_every_figure_embedded(edition):
-    listing = subprocess.run(
-        [_tool("pdfimages"), "-list", str(pdf_path(edition))],
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()[2:]  # fmt: skip
+def test_every_figure_embedded(edition, poppler):
+    listing = poppler(edition, "images").splitlines()[2:]
     images = [line for line in listing if line.split()[2] == "image"]
     assert len(images) >= figures(edition) > 0, (len(images), figures(edition))
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_every_font_embedded(edition):
-    listing = subprocess.run(
-        [_tool("pdffonts"), str(pdf_path(edition))],
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
+def test_every_font_embedded(edition, poppler):
+    listing = poppler(edition, "fonts").splitlines()
     header = listing[0]
     emb = header.index(" emb") + 1
     fonts = listing[2:]
@@ -177,13 +218,10 @@ def test_every_font_embedded(edition):
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_nothing_past_the_right_margin(edition):
+def test_nothing_past_the_right_margin(edition, poppler):
     """No word (of a code listing, an output, a table or the prose) ends to the right
     of the page's right margin: code wraps within the page."""
-    page_xml = subprocess.run(
-        [_tool("pdftotext"), "-bbox", str(pdf_path(edition)), "-"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    page_xml = poppler(edition, "bbox")
     past, number = [], 0
     page_tag = re.compile(r'<page width="([\d.]+)"')
     word = re.compile(r'<word xMin="[\d.]+" yMin="[\d.]+" xMax="([\d.]+)"[^>]*>([^<]*)')
