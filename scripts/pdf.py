@@ -382,20 +382,124 @@ def _print(page, target: Path, tagged: bool = True) -> None:
 
 
 def _overlay(target: Path, numbers: Path) -> None:
-    """Lay each page of ``numbers`` over the page of ``target`` with its number."""
+    """Lay each page of ``numbers`` over the page of ``target`` with its number, as
+    an incremental update: the changed pages and the overlay's objects are appended
+    to the file, and pypdf reads only the objects they need (a rewrite of the whole
+    file, or pypdf's own incremental mode, which loads every object, took a minute)."""
     import logging
 
-    from pypdf import PdfReader, PdfWriter
+    from pypdf import PdfReader
+    from pypdf.generic import (
+        ArrayObject,
+        DictionaryObject,
+        IndirectObject,
+        NameObject,
+        NumberObject,
+        StreamObject,
+    )
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    # An incremental update: the changed pages are appended to the file as it is,
-    # which is several times faster than a rewrite of the whole
-    writer = PdfWriter(target, incremental=True)
-    for i, page in enumerate(PdfReader(numbers).pages):
-        writer.pages[i].merge_page(page)
-    data = io.BytesIO()
-    writer.write(data)
-    target.write_bytes(data.getvalue())
+    base, over = PdfReader(target), PdfReader(numbers)
+    size = int(base.trailer["/Size"])
+    added: dict[int, tuple[int, object]] = {}  # number -> (generation, object)
+    copies: dict[int, IndirectObject] = {}  # an overlay's object -> its copy
+
+    def add(obj, ref: IndirectObject | None = None) -> IndirectObject:
+        nonlocal size
+        if ref is None:
+            ref, size = IndirectObject(size, 0, None), size + 1
+        added[ref.idnum] = (ref.generation, obj)
+        return ref
+
+    def stream(data: bytes, **keys) -> StreamObject:
+        out = StreamObject()
+        out.update({NameObject(k): v for k, v in keys.items()})
+        out.set_data(data)
+        return out
+
+    def copy(obj):
+        """An object of the overlay, its references renumbered into the target."""
+        if isinstance(obj, IndirectObject):
+            if obj.idnum not in copies:
+                copies[obj.idnum] = add(None)
+                add(copy(obj.get_object()), copies[obj.idnum])
+            return copies[obj.idnum]
+        if isinstance(obj, StreamObject):
+            skip = {"/Filter", "/DecodeParms", "/Length"}
+            keys = {k: copy(obj.raw_get(k)) for k in obj if k not in skip}
+            return stream(obj.get_data(), **keys)
+        if isinstance(obj, DictionaryObject):
+            return DictionaryObject({k: copy(obj.raw_get(k)) for k in obj})
+        if isinstance(obj, ArrayObject):
+            return ArrayObject(copy(v) for v in obj)
+        return obj
+
+    for i, sheet in enumerate(over.pages):
+        form = add(
+            stream(
+                sheet.get_contents().get_data(),
+                **{
+                    "/Type": NameObject("/XObject"),
+                    "/Subtype": NameObject("/Form"),
+                    "/BBox": ArrayObject(sheet.mediabox),
+                    "/Resources": copy(sheet.raw_get("/Resources")),
+                },
+            )
+        )
+        page = base.pages[i]
+        new = DictionaryObject({k: page.raw_get(k) for k in page})
+        contents = page.raw_get("/Contents")
+        parts = contents.get_object()
+        parts = list(parts) if isinstance(parts, ArrayObject) else [contents]
+        new[NameObject("/Contents")] = ArrayObject(
+            [add(stream(b"q\n")), *parts, add(stream(b"\nQ q /TbNumbers Do Q\n"))]
+        )
+        resources = page["/Resources"].get_object()
+        resources = DictionaryObject({k: resources.raw_get(k) for k in resources})
+        forms = resources.get("/XObject", DictionaryObject()).get_object()
+        forms = DictionaryObject({k: forms.raw_get(k) for k in forms})
+        forms[NameObject("/TbNumbers")] = form
+        resources[NameObject("/XObject")] = forms
+        new[NameObject("/Resources")] = resources
+        add(new, page.indirect_reference)
+
+    data = target.read_bytes()
+    previous = int(data[data.rindex(b"startxref") + 9 :].split()[0])
+    out = io.BytesIO()
+    out.write(b"\n")
+    offsets = {}
+    for number in sorted(added):
+        generation, obj = added[number]
+        offsets[number] = len(data) + out.tell()
+        out.write(f"{number} {generation} obj\n".encode())
+        obj.write_to_stream(out)
+        out.write(b"\nendobj\n")
+    xref = len(data) + out.tell()
+    out.write(b"xref\n")
+    order = sorted(added)
+    runs, start = [], 0
+    for j in range(1, len(order) + 1):
+        if j == len(order) or order[j] != order[j - 1] + 1:
+            runs.append(order[start:j])
+            start = j
+    for run in runs:
+        out.write(f"{run[0]} {len(run)}\n".encode())
+        for number in run:
+            out.write(f"{offsets[number]:010d} {added[number][0]:05d} n \n".encode())
+    trailer = DictionaryObject(
+        {
+            NameObject("/Size"): NumberObject(size),
+            NameObject("/Prev"): NumberObject(previous),
+        }
+    )
+    for key in ("/Root", "/Info", "/ID"):
+        if key in base.trailer:
+            trailer[NameObject(key)] = base.trailer.raw_get(key)
+    out.write(b"trailer\n")
+    trailer.write_to_stream(out)
+    out.write(f"\nstartxref\n{xref}\n%%EOF\n".encode())
+    with open(target, "ab") as file:
+        file.write(out.getvalue())
 
 
 def _heading_pages(edition: str, pdf: Path, entries: list) -> dict[str, int]:
