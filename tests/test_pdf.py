@@ -21,7 +21,6 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -126,7 +125,7 @@ def articles(edition: str) -> list:
         pytest.fail(f"{edition}: no built HTML for {missing}: run `make book`")
     found = []
     for _, page in pdf.toc_pages(toc):
-        soup = BeautifulSoup((html_root / f"{page}.html").read_text(), "html.parser")
+        soup = pdf._article((html_root / f"{page}.html").read_text(encoding="utf-8"))
         found.append((page, soup.find("article", class_="bd-article")))
     return found
 
