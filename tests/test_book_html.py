@@ -661,11 +661,13 @@ SEARCHES = {
         "位元組對編碼": "06_variants",
         "計算複雜度": "07_complexity",
         "湧現能力": "08_beyond_text",
+        "二元模型": "appendix_gpt_text",
     },
     "en": {
         "positional": "04_positional_encoding",
         "FlashAttention": "07_complexity",
         "nanoGPT": "appendix_one_page",
+        "bigram": "appendix_gpt_text",
     },
 }
 
