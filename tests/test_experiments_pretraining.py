@@ -233,3 +233,11 @@ def test_finetune_claims_hold_for_other_seeds(minilm, features, seed):
     finetuned = pt.topic_accuracy(tuned, features[0])
     claims = pt.finetune_claims(result.pretrained[0], finetuned, result.scratch[0])
     assert all(claims.values()), (claims, result, finetuned)
+
+
+def test_topic_accuracy_names_a_model_without_weights():
+    """A module with no parameters (nothing trained, and no device to read) is named,
+    not met as a StopIteration."""
+    data = _tiny_task()
+    with pytest.raises(ValueError, match="model has no parameters"):
+        pt.topic_accuracy(torch.nn.Identity(), data)
