@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -88,6 +89,34 @@ def constraints(tmp: Path) -> Path:
     return path
 
 
+PIP_WAITS_S = (30, 120)  # the pauses before the second and the third try
+
+
+def pip_install(command: list[str]) -> None:
+    """Run a pip install, tried again twice after a pause if it fails.
+
+    Colab's set holds PyPI's CUDA build of torch, several GB of wheels: a download cut
+    off by the network (pip's exit status 2, a read time-out) is not the book's fault,
+    so it is tried again; a failure that lasts through three tries fails the stage,
+    with pip's own last lines.
+    """
+    for attempt, wait in enumerate((*PIP_WAITS_S, None), start=1):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        output = (done.stdout + done.stderr).strip().splitlines()
+        if wait is None:
+            tail = "\n".join(output[-40:])
+            pytest.fail(
+                f"pip failed {attempt} times (exit status {done.returncode}): "
+                f"{' '.join(command)}\n{tail}",
+                pytrace=False,
+            )
+        print(f"pip failed (exit status {done.returncode}), trying again in {wait} s:")
+        print("\n".join(output[-10:]))
+        time.sleep(wait)
+
+
 def build_clean_python(tmp: Path) -> Path:
     """Build the wheel and a Colab environment that holds it, in the folder tmp."""
     dist = tmp / "dist"
@@ -111,11 +140,11 @@ def build_clean_python(tmp: Path) -> Path:
     python = tmp / "env" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     pins = ["-c", str(constraints(tmp))]
-    subprocess.run([*pip, "-r", str(COLAB_PINS)], check=True)  # Colab's set first
-    subprocess.run([*pip, *pins, str(wheel)], check=True)  # the setup cell's install
+    pip_install([*pip, "-r", str(COLAB_PINS)])  # Colab's set first
+    pip_install([*pip, *pins, str(wheel)])  # the setup cell's install
     nodeps = ["--no-deps", "-r", str(ROOT / "requirements-nodeps.txt")]
-    subprocess.run([*pip, *nodeps], check=True)  # Chapter 8's install cell
-    subprocess.run([*pip, *pins, "nbval"], check=True)  # pytest is Colab's
+    pip_install([*pip, *nodeps])  # Chapter 8's install cell
+    pip_install([*pip, *pins, "nbval"])  # pytest is Colab's
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
         check=True,

@@ -196,3 +196,29 @@ def test_a_python_on_path_that_answers_another_version_is_passed_over(
     assert find_python("3.13") is None
     real = fake_python(tmp_path / "none" / "versions" / "3.13.0" / "bin", "3.13")
     assert find_python("3.13") == real
+
+
+def test_the_stage_tries_pip_again_after_a_cut_download(tmp_path, monkeypatch):
+    import test_colab_like
+
+    monkeypatch.setattr(test_colab_like, "PIP_WAITS_S", (0, 0))
+    monkeypatch.setattr(test_colab_like.time, "sleep", lambda s: None)
+    tries = tmp_path / "tries"
+    # fails twice with pip's status for an unexpected error (a read time-out), then works
+    flaky = (
+        "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+        "n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n)); "
+        "sys.exit(0 if n == 3 else 2)"
+    )
+    test_colab_like.pip_install([sys.executable, "-c", flaky, str(tries)])
+    assert tries.read_text() == "3"
+
+    tries.unlink()
+    broken = (
+        "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+        "n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n)); "
+        "print('ReadTimeoutError: the read timed out'); sys.exit(2)"
+    )
+    with pytest.raises(pytest.fail.Exception, match="3 times.*\n.*ReadTimeoutError"):
+        test_colab_like.pip_install([sys.executable, "-c", broken, str(tries)])
+    assert tries.read_text() == "3"
