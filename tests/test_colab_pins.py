@@ -204,7 +204,7 @@ def test_the_stage_tries_pip_again_after_a_cut_download(tmp_path, monkeypatch):
     monkeypatch.setattr(test_colab_like, "PIP_WAITS_S", (0, 0))
     monkeypatch.setattr(test_colab_like.time, "sleep", lambda s: None)
     tries = tmp_path / "tries"
-    # fails twice with pip's status for an unexpected error (a read time-out), then works
+    # fails twice with pip's status for an unexpected error (a time-out), then works
     flaky = (
         "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
         "n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n)); "
