@@ -170,16 +170,25 @@ def clean_python(tmp_path_factory) -> Path:
     `make colab` runs the notebooks two at a time (`-n 2`): each worker is a process
     with its own session, so the first to arrive builds the environment in the run's
     common temporary folder while holding a lock, and the others wait and reuse it.
+    `make test` names a folder in $COLAB_ENV instead and builds the environment there
+    from its start, in the background (this module's environment test, run alone),
+    while the other stages run: most of the build is waiting on PyPI's downloads. The
+    stage then waits for the lock and reuses it, or builds it again if that failed.
     """
-    base = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        base = base.parent  # the folder that all workers' temporary folders share
-    tmp = base / "colab"
-    tmp.mkdir(exist_ok=True)
+    if os.environ.get("COLAB_ENV"):  # make test builds it in the background first
+        tmp = Path(os.environ["COLAB_ENV"]).resolve()
+    else:
+        base = tmp_path_factory.getbasetemp()
+        if "PYTEST_XDIST_WORKER" in os.environ:
+            base = base.parent  # the folder that all workers' temporary folders share
+        tmp = base / "colab"
+    tmp.mkdir(parents=True, exist_ok=True)
     python = tmp / "env" / "bin" / "python"
     with open(tmp / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (tmp / "built").exists():
+            shutil.rmtree(tmp / "env", ignore_errors=True)  # what a failed build left
+            shutil.rmtree(tmp / "dist", ignore_errors=True)
             build_clean_python(tmp)
             (tmp / "built").touch()
     return python
