@@ -21,12 +21,18 @@ install: $(STAMP)
 # Both editions: the English one at the site's root, the zh-TW one under zh-TW/, its
 # pages generated from the English pages and the catalogues (scripts/i18n.py). Each
 # edition holds local copies of MathJax, require.js and the widget manager, fetched
-# from npm into _build/npm (scripts/npm_copies.py), so the book works offline.
+# from npm into _build/npm (scripts/npm_copies.py), so the book works offline. The two
+# editions build side by side (Sphinx uses one core), each into its own log, printed
+# when both are done; either one's warning fails the build.
 book: $(STAMP)
 	$(PY) scripts/npm_copies.py
 	$(PY) scripts/i18n.py generate
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-	$(VENV)/bin/jupyter-book build zh-TW -W -n --keep-going
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going > _build/book-en.log 2>&1 & en=$$!; \
+	$(VENV)/bin/jupyter-book build zh-TW -W -n --keep-going > _build/book-zh-TW.log 2>&1 & \
+	zh=$$!; wait $$en; en_rc=$$?; wait $$zh; zh_rc=$$?; \
+	cat _build/book-en.log _build/book-zh-TW.log; \
+	echo "jupyter-book: English exit status $$en_rc, zh-TW $$zh_rc"; \
+	test $$en_rc -eq 0 && test $$zh_rc -eq 0
 	rm -rf _build/html/zh-TW && cp -r zh-TW/_build/html _build/html/zh-TW
 	@echo "The book is in $(CURDIR)/_build/html/index.html, its zh-TW edition in" \
 		"_build/html/zh-TW (make serve to browse them)"
@@ -88,7 +94,8 @@ nbval-alt: $(STAMP)
 
 # Each chapter's headline experiment with seeds other than the notebook's. The tests
 # run one thread each (tests/conftest.py's one_thread), two processes at a time; the
-# tests of Chapter 8's pretrained MiniLM stay in one process (xdist_group "minilm").
+# tests of Chapter 8's pretrained MiniLM stay in one process (xdist_group "minilm"),
+# and so do those that read Chapter 7's KV-sharing runs (trained once, "kv_sharing").
 seeds: $(STAMP)
 	$(call SAY_NUMERICS,best)
 	env $(call NUMERICS,best) $(VENV)/bin/pytest -q -n 2 --dist loadgroup -m seeds tests
@@ -103,6 +110,7 @@ pdf: $(STAMP)
 	$(PY) scripts/pdf.py
 	$(VENV)/bin/pytest -q -m browser tests/test_pdf.py
 
+# Two pages at a time (pytest-xdist: a Chromium per worker, one test per page).
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
 	$(VENV)/bin/pytest -q -rs -n 2 -m browser tests/test_book_html.py tests/test_search.py

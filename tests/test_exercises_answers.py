@@ -504,11 +504,12 @@ def test_lag2_check_accepts_real_runs(seed, capsys):
 
 
 @pytest.mark.seeds
+@pytest.mark.xdist_group("kv_sharing")  # the process that trains these runs once
 def test_kv_sharing_check_accepts_real_runs(capsys):
+    from test_experiments_efficiency import kv_sharing
     from transformer_book.exercises import check_kv_sharing_answer
-    from transformer_book.experiments.efficiency import run_kv_sharing
 
-    table = {seed: run_kv_sharing(seed, kv_heads=(4, 2, 1)) for seed in range(4)}
+    table = {seed: kv_sharing(seed) for seed in range(4)}
     rows = {s: {n: r["ppl"] for n, r in runs.items()} for s, runs in table.items()}
     between = all(min(r[4], r[1]) <= r[2] <= max(r[4], r[1]) for r in rows.values())
     spread = max(

@@ -110,8 +110,12 @@ def test_what_each_approximation_gives_up_holds_for_other_seeds(seed):
 
 @functools.cache
 def kv_sharing(seed: int) -> dict[int, dict[str, float]]:
-    """run_kv_sharing(seed), once per process for the tests below."""
-    return run_kv_sharing(seed)
+    """run_kv_sharing(seed) with grouped-query attention too (4, 2 and 1 key/value
+    heads), once per process: the tests below read the chapter's two (KV_HEADS), and
+    test_exercises_answers's check of Exercise 7's answer all three. Each model is
+    trained alone from the seed, so the chapter's two are what run_kv_sharing(seed)
+    gives."""
+    return run_kv_sharing(seed, kv_heads=(4, 2, 1))
 
 
 @pytest.mark.seeds
@@ -119,7 +123,7 @@ def kv_sharing(seed: int) -> dict[int, dict[str, float]]:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_shared_key_value_heads_still_learn_for_other_seeds(seed):
     runs = kv_sharing(seed)
-    assert sorted(runs) == sorted(KV_HEADS)
+    assert set(KV_HEADS) <= set(runs)
     for n_kv, run in runs.items():
         assert run["ppl"] <= KV_PPL_BOUND * run["unigram_ppl"], (n_kv, run)
         assert run["ppl"] >= KV_PPL_FLOOR * run["unigram_ppl"], (n_kv, run)

@@ -9,7 +9,7 @@ from transformer_book.experiments import pretraining as pt
 from transformer_book.pretrained import load_minilm
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # make seeds runs these tests between others
 def minilm():
     return load_minilm()
 
@@ -198,7 +198,7 @@ def test_minilm_classifier_checks_its_parts():
     assert out.shape == (2, 10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per process: 18 s on 2 cores
 def features(minilm):
     return pt.topic_features(*minilm)
 
