@@ -507,6 +507,7 @@ def test_lag2_check_accepts_real_runs(seed, capsys):
 @pytest.mark.xdist_group("kv_sharing")  # the process that trains these runs once
 def test_kv_sharing_check_accepts_real_runs(capsys):
     from test_experiments_efficiency import kv_sharing
+
     from transformer_book.exercises import check_kv_sharing_answer
 
     table = {seed: kv_sharing(seed) for seed in range(4)}
