@@ -520,6 +520,7 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
     check_links(page, page_path, problems)
     check_colab(page, page_path, problems)
     check_edition(page, page_path, problems)
+    check_code_width(page, problems)
     check_accessibility(page, page_path, problems)
     problems += [f"request outside the book (offline, it fails): {u}" for u in outside]
     page.screenshot(path=str(SHOTS / f"{shot_name(page_path)}.png"), full_page=False)
@@ -557,6 +558,24 @@ TOO_WIDE_JS = """width => {
     Math.round(e.getBoundingClientRect().right));
 }"""
 PHONE = {"width": 320, "height": 640}
+# Text outputs (and listings) that scroll sideways at 1280 px: their longest line
+WIDE_CODE_JS = r"""() =>
+  [...document.querySelectorAll("div.cell_output div.highlight pre")]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.split("\n").reduce((a, b) => b.length > a.length ? b : a))"""
+
+
+def check_code_width(page, problems: list[str]) -> None:
+    """At 1280 px (the page's viewport here), no text output and no listing that a
+    cell prints is wider than the text column: the reader sees every line without
+    scrolling it (the book's CSS sets them in 12 px; tests/test_output_width.py holds
+    text outputs to 90 characters, ruff holds the package's source to 88)."""
+    wide = page.evaluate(WIDE_CODE_JS)
+    if wide:
+        problems.append(
+            f"{len(wide)} output(s) scroll sideways at 1280 px, e.g. "
+            + "; ".join(repr(line[:70]) for line in wide[:3])
+        )
 
 
 def check_accessibility(page, page_path: Path, problems: list[str]) -> None:

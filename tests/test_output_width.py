@@ -1,8 +1,11 @@
 """Every text output a reader sees fits the text column.
 
-At 1280 CSS pixels the book's text column holds about 90 characters of the
-monospaced font, so no line of a committed text output (a stream, or the
-``text/plain`` of a result shown as text) may be longer. A result that also has a
+At 1280 CSS pixels the book's text column, 656 px inside a cell's padding, holds 90
+characters of its monospaced font (set in 12 px by ``book/_ext/book_html.py``'s CSS:
+0.6 em, 7.2 px a character; at 14 px it held 77), so no line of a committed text
+output (a stream, or the ``text/plain`` of a result shown as text) may be longer.
+The browser test (``check_code_width``) measures it on every page: no code cell or
+text output scrolls sideways at 1280 px. A result that also has a
 richer form (an image, HTML, Markdown, a widget) is shown in that form, so its
 ``text/plain`` is not read. HTML tables are not text: they scroll in their own box
 (the rule is in ``book/_ext/book_html.py``'s CSS, checked below). Wide characters
@@ -25,7 +28,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from book_html import A11Y_CSS  # noqa: E402
 from toc_notebooks import toc_notebooks  # noqa: E402
 
-COLUMN = 90  # characters of code font in the text column at 1280 px
+COLUMN = 90  # characters of 12 px code font in the text column at 1280 px
 ENGLISH = toc_notebooks()
 ZH_TW = [ROOT / "zh-TW" / p.relative_to(ROOT) for p in ENGLISH]
 NOTEBOOKS = ENGLISH + [p for p in ZH_TW if p.exists()]

@@ -577,6 +577,17 @@ code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhe
 .bd-article img, .cell_output img { max-width: 100%; height: auto; }
 div.math, mjx-container[display="true"], .math-wrapper { overflow-x: auto; }
 .cell_output table { display: block; max-width: 100%; overflow-x: auto; }
+/* Code cells and their text outputs in 0.75rem (12 px, GitHub's size for code): at
+   1280 px the text column, 656 px inside a cell's padding, then holds 90 characters
+   of a 0.6 em monospace (DejaVu Sans Mono, Menlo), so no listing (ruff's 88 columns)
+   or text output (tests/test_output_width.py's 90) scrolls sideways on a laptop;
+   14 px held 77; inside a hidden output's box (9.6 px narrower each side) the code
+   box's own padding is smaller. The browser test measures it. The PDF sets its own
+   (print.css). */
+@media screen {
+  div.cell div.highlight pre { font-size: 0.75rem; }
+  div.cell details div.highlight pre { padding-left: 0.4rem; padding-right: 0.4rem; }
+}
 /* Chinese is not set in italics (a slanted Han character is a distorted one):
    emphasis in Chinese text is shown with emphasis dots under the characters, as
    Taiwan's Ministry of Education prescribes; English inside it stays italic */
