@@ -11,7 +11,7 @@ from transformer_book.models import BERT, BERTConfig
 from transformer_book.pretrained import load_minilm
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # make seeds runs these tests between others
 def minilm():
     return load_minilm()
 
