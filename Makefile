@@ -93,12 +93,12 @@ nbval-alt: $(STAMP)
 	env $(ALT_NUMERICS) $(NBVAL) $(NOTEBOOKS)
 
 # Each chapter's headline experiment with seeds other than the notebook's. The tests
-# run one thread each (tests/conftest.py's one_thread), two processes at a time; the
-# tests of Chapter 8's pretrained MiniLM stay in one process (xdist_group "minilm"),
-# and so do those that read Chapter 7's KV-sharing runs (trained once, "kv_sharing").
+# run one thread each (tests/conftest.py's one_thread), two processes at a time, the
+# longest (marked heavy) first. (Not xdist_group: under pytest 9 it keeps no group in
+# one process, so tests that share work are one test.)
 seeds: $(STAMP)
 	$(call SAY_NUMERICS,best)
-	env $(call NUMERICS,best) $(VENV)/bin/pytest -q -n 2 --dist loadgroup -m seeds tests
+	env $(call NUMERICS,best) $(VENV)/bin/pytest -q -n 2 -m seeds tests
 
 html: book
 

@@ -393,7 +393,7 @@ def run_all(notebooks: list[str], folder: Path) -> tuple[str, list[str]]:
         subprocess.run(
             [py, __file__, "notebooks", str(out), *notebooks], env=env, check=True
         )
-        seeds = ["-q", "-n", "2", "--dist", "loadgroup", "-m", "seeds", "tests"]
+        seeds = ["-q", "-n", "2", "-m", "seeds", "tests"]
         pytest = [py, "-m", "pytest", "-p", "margins", "--assert=plain", *seeds]
         subprocess.run(pytest, env=env, cwd=root, check=True)
         outs.append(str(out))

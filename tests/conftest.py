@@ -37,12 +37,11 @@ def _on_one_thread():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests held in one process by an ``xdist_group`` mark run first.
+    """Tests marked ``heavy`` (a few minutes each) are collected first.
 
-    `make seeds` hands each group to one worker as a single unit, in the order the
-    tests were collected; two groups of several minutes each (Chapter 8's MiniLM,
-    Chapter 7's KV-sharing runs) collected late could land on one worker at the end
-    while the other waits. Put first, they start at once, one on each worker, and
-    the single tests fill in around them. The order within each part is kept.
+    `make seeds` runs two workers (pytest-xdist), which take the tests in their
+    collection order: a test of several minutes found last would run alone at the
+    end while the other worker waits. Put first, it starts at once and the short
+    tests fill in around it. The order is otherwise kept.
     """
-    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

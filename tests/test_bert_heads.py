@@ -221,7 +221,6 @@ def test_shuffle_words_keeps_the_words_and_the_full_stop():
 
 
 @pytest.mark.seeds
-@pytest.mark.xdist_group("minilm")  # one process loads MiniLM for these (make seeds)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_heads_claims_hold_for_other_samples(minilm, seed):
     model, tok = minilm

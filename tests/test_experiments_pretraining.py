@@ -204,7 +204,6 @@ def features(minilm):
 
 
 @pytest.mark.seeds
-@pytest.mark.xdist_group("minilm")  # one process loads MiniLM for these (make seeds)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sample_efficiency_claims_hold_for_other_seeds(features, seed):
     result = pt.run_sample_efficiency(*features, seed=seed)
@@ -223,7 +222,6 @@ def test_finetune_claims_read_the_three_scores():
 
 
 @pytest.mark.seeds
-@pytest.mark.xdist_group("minilm")  # one process loads MiniLM for these (make seeds)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_finetune_claims_hold_for_other_seeds(minilm, features, seed):
     # measured (one thread): fine-tuned - probe -0.004, +0.039, +0.004 for seeds 1-3

@@ -172,7 +172,6 @@ def test_read_safetensors_names_a_malformed_header(header):
         read_safetensors(_safetensors(header))
 
 
-@pytest.mark.xdist_group("minilm")
 def test_sentence_embeddings_keep_a_literal_pad_in_the_text():
     """Padding is where the tokenizer padded, not wherever id 0 occurs."""
     pytest.importorskip("all_minilm_l6_v2")
