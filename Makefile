@@ -110,10 +110,11 @@ pdf: $(STAMP)
 	$(PY) scripts/pdf.py
 	$(VENV)/bin/pytest -q -m browser tests/test_pdf.py
 
-# Two pages at a time (pytest-xdist: a Chromium per worker, one test per page).
+# One page at a time: two at a time (pytest-xdist) saved about 100 s, but under that
+# load a page's 30-second waits timed out once in a fresh-clone run.
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
-	$(VENV)/bin/pytest -q -rs -n 2 -m browser tests/test_book_html.py tests/test_search.py
+	$(VENV)/bin/pytest -q -rs -m browser tests/test_book_html.py tests/test_search.py
 
 # Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and
 # Python 3.13 (python3.13 on PATH, else pyenv's), installed as Colab's setup cell does;

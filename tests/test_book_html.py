@@ -611,10 +611,10 @@ def test_the_book_has_pages_to_check():
     assert len(pages()) >= 3 or os.environ.get("BOOK_PAGES"), "run `make book` first"
 
 
-# One test per page, so that `make browser` opens pages two at a time (pytest-xdist,
-# a browser per worker); each page's notes (its size, and what moving each widget's
-# controls and clicking each concept check's answers did) go to report/ beside the
-# screenshots.
+# One test per page (each failure names its page; pytest-xdist could run them side
+# by side, a browser per worker); each page's notes (its size, and what moving each
+# widget's controls and clicking each concept check's answers did) go to report/
+# beside the screenshots.
 @pytest.mark.parametrize(
     "page_path", pages(), ids=lambda p: p.relative_to(HTML).with_suffix("").as_posix()
 )
