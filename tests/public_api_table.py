@@ -24,6 +24,7 @@ from torch import nn
 
 import transformer_book.models.kv_cache  # noqa: F401  (M.kv_cache below)
 from transformer_book import (
+    alt_text,
     attention,
     blocks,
     checkpoints,
@@ -2289,6 +2290,23 @@ _DECODE_REWRITE_XFAIL_BEFORE: dict[tuple[str, str, str], str] = {
 # this list. Empty since issue 44 (its 93 entries fixed): a new entry needs a
 # reason a reviewer would accept, and fixing is preferred to listing.
 GAPS: dict[str, str] = {}
+
+# ---- alt_text
+# One figure stands for all: alt_text checks the name and the results' names, and
+# turns a builder's failure on results that are not its figure's into a ValueError
+# naming them (tests/test_alt_text.py sends None to every builder)
+add(
+    "alt_text.alt_text",
+    fn(
+        alt_text.alt_text,
+        figure="rnn_recall",
+        distances=[1, 8, 16, 32, 64],
+        attention={1: 1.0, 8: 1.0, 16: 1.0, 32: 0.98, 64: 0.97},
+        lstm={1: 1.0, 8: 0.9, 16: 0.3, 32: 0.15, 64: 0.12},
+        opened={1: 1.0, 8: 1.0, 16: 0.9, 32: 0.8, 64: 0.5},
+        n_symbols=8,
+    ),
+)
 
 # ---- plot
 P = plot

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from transformer_book.concepts import QUIZ_CLASS
+from transformer_book.concepts import QUIZ_CLASS, all_checks, concept_check
 from transformer_book.plot import LINKED_CLASS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,6 +338,15 @@ def check_text(page, page_path: Path, problems: list[str]) -> None:
     problems += text_problems(found["passages"], found["italic"], edition(page_path))
 
 
+# Each concept check's questions, each option as [right?, its feedback shown?, text]
+QUIZ_STATE_JS = """quiz => [...document.querySelectorAll("." + quiz + " .tb-question")]
+  .map(q => [...q.querySelectorAll("details")].map(d => {
+    const p = d.querySelector(":scope > p");
+    return [d.classList.contains("tb-right"), !!p && p.checkVisibility(),
+            p ? p.innerText : ""];
+  }))"""
+
+
 def check_quizzes(page, page_path: Path, problems: list[str]) -> list[str]:
     """Click every answer of every concept check: each must say right or wrong.
 
@@ -350,20 +359,23 @@ def check_quizzes(page, page_path: Path, problems: list[str]) -> list[str]:
     is_chapter = source.exists() and chapter_number(source) is not None
     if is_chapter and not 3 <= questions.count() <= 5:
         problems.append(f"{questions.count()} concept-check questions, not 3 to 5")
-    for q in range(questions.count()):
-        question = questions.nth(q)
-        options = question.locator("details")
-        if question.locator("details.tb-right").count() != 1:
+    before = page.evaluate(QUIZ_STATE_JS, QUIZ_CLASS)  # one read of every option
+    for q, options in enumerate(before):
+        if sum(right for right, _, _ in options) != 1:
             problems.append(f"question {q}: not exactly one right answer")
-        for o in range(options.count()):
-            option = options.nth(o)
-            feedback = option.locator(":scope > p")
-            if feedback.is_visible():
-                problems.append(f"question {q}, option {o}: open before a click")
-            option.locator("summary").click()
-            right = "tb-right" in option.get_attribute("class")
+        problems += [
+            f"question {q}, option {o}: open before a click"
+            for o, (_, is_open, _) in enumerate(options)
+            if is_open
+        ]
+    summaries = page.locator(f".{QUIZ_CLASS} .tb-question details > summary")
+    for k in range(summaries.count()):  # a reader's click on each answer, in turn
+        summaries.nth(k).click()
+    after = page.evaluate(QUIZ_STATE_JS, QUIZ_CLASS)
+    for q, options in enumerate(after):
+        for o, (right, is_open, text) in enumerate(options):
             expected = VERDICTS[edition(page_path)][right]
-            if not feedback.is_visible() or expected not in feedback.inner_text():
+            if not is_open or expected not in text:
                 problems.append(f"question {q}, option {o}: no '{expected}' shown")
     if not questions.count():
         return []
@@ -532,8 +544,11 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
 AXE = NPM_COPIES / "axe-core@4.14.1" / "axe.min.js"  # make browser fetches it
 # The WCAG 2.1 A and AA rules of axe-core
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# (resultTypes: axe still runs every rule on every node, but details only the
+# violations, which is all this test reads: about a sixth faster on a chapter)
 AXE_RUN_JS = """async tags => {
-  const result = await axe.run(document, {runOnly: {type: "tag", values: tags}});
+  const result = await axe.run(document,
+    {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
   return result.violations.map(v => v.id + " (" + v.impact + "): " +
     v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ") +
     (v.nodes.length > 3 ? " and " + (v.nodes.length - 3) + " more" : ""));
@@ -560,20 +575,22 @@ TOO_WIDE_JS = """width => {
 PHONE = {"width": 320, "height": 640}
 # Text outputs (and listings) that scroll sideways at 1280 px: their longest line
 WIDE_CODE_JS = r"""() =>
-  [...document.querySelectorAll("div.cell_output div.highlight pre")]
+  [...document.querySelectorAll(
+    "div.cell_input div.highlight pre, div.cell_output div.highlight pre")]
   .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
   .map(e => e.textContent.split("\n").reduce((a, b) => b.length > a.length ? b : a))"""
 
 
 def check_code_width(page, problems: list[str]) -> None:
-    """At 1280 px (the page's viewport here), no text output and no listing that a
-    cell prints is wider than the text column: the reader sees every line without
-    scrolling it (the book's CSS sets them in 12 px; tests/test_output_width.py holds
-    text outputs to 90 characters, ruff holds the package's source to 88)."""
+    """At 1280 px (the page's viewport here), no code cell shown, no text output and
+    no listing that a cell prints is wider than the text column: the reader sees
+    every line without scrolling it (the book's CSS sets them in 12 px;
+    tests/test_output_width.py holds code and text outputs to 90 characters, ruff
+    holds the package's source to 88)."""
     wide = page.evaluate(WIDE_CODE_JS)
     if wide:
         problems.append(
-            f"{len(wide)} output(s) scroll sideways at 1280 px, e.g. "
+            f"{len(wide)} code block(s) scroll sideways at 1280 px, e.g. "
             + "; ".join(repr(line[:70]) for line in wide[:3])
         )
 
@@ -919,3 +936,42 @@ def test_search_summaries_show_formulas_as_text_and_leave_code_out(browser):
     assert "softmax(QKᵀ/√d_k)" in text and "1/2 I" in text, text
     assert "Title one product" in text and "答對了。Next" in text, text
     assert not raw_markup(text) and not entities(text), text
+
+
+def quiz_problems(browser, html: str) -> list[str]:
+    """What check_quizzes reports on a page of Chapter 2 that holds ``html``."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_content(f"<html><body>{html}</body></html>")
+    problems: list[str] = []
+    check_quizzes(page, HTML / "book" / "02_attention.html", problems)
+    context.close()
+    return problems
+
+
+def test_the_concept_check_test_clicks_and_reads_every_answer(browser):
+    sections = [s for s in all_checks() if s.startswith("2.")]
+    html = "".join(concept_check(s).data for s in sections)
+    assert not quiz_problems(browser, html)
+    breaking = {  # a change to the page -> what the check must say
+        "no verdict": (
+            html.replace("<strong>Not quite.</strong>", "<strong></strong>", 1),
+            "no 'Not quite.' shown",
+        ),
+        "open": (
+            html.replace(
+                '<details class="tb-option tb-wrong">',
+                '<details open class="tb-option tb-wrong">',
+                1,
+            ),  # fmt: skip
+            "open before a click",
+        ),
+        "two right": (
+            html.replace("tb-option tb-wrong", "tb-option tb-right", 1),
+            "not exactly one right answer",
+        ),
+        "too few": (concept_check(sections[0]).data, "not 3 to 5"),
+    }
+    for name, (page_html, expected) in breaking.items():
+        found = quiz_problems(browser, page_html)
+        assert any(expected in p for p in found), (name, found)

@@ -48,7 +48,7 @@ def setup_cell(url: str) -> str:
     return (
         "import sys\n\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install -q "transformer-book @ git+{url}"'
+        f"    %pip install -q git+{url}"
     )
 
 

@@ -1,4 +1,4 @@
-"""Every text output a reader sees fits the text column.
+"""Every text output a reader sees, and every line of code, fits the text column.
 
 At 1280 CSS pixels the book's text column, 656 px inside a cell's padding, holds 90
 characters of its monospaced font (set in 12 px by ``book/_ext/book_html.py``'s CSS:
@@ -10,7 +10,9 @@ richer form (an image, HTML, Markdown, a widget) is shown in that form, so its
 ``text/plain`` is not read. HTML tables are not text: they scroll in their own box
 (the rule is in ``book/_ext/book_html.py``'s CSS, checked below). Wide characters
 (Chinese) count twice, as they take two columns of a monospaced font. Reads the
-committed notebooks of both editions; runs no kernel.
+committed notebooks of both editions; runs no kernel. Code cells are set in the same
+font in the same column, so no line of a cell's code is longer either (ruff formats
+code to 88 characters, but leaves long strings and comments as they are).
 """
 
 from __future__ import annotations
@@ -80,3 +82,19 @@ def test_every_text_output_fits_the_column(path):
         f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
     )
     assert not found, f"{len(found)} output lines wider than {COLUMN}:\n{report}"
+
+
+@pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
+def test_every_line_of_code_fits_the_column(path):
+    nb = nbformat.read(path, as_version=4)
+    found = [
+        (index, width(line.rstrip()), line)
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if width(line.rstrip()) > COLUMN
+    ]
+    report = "\n".join(
+        f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
+    )
+    assert not found, f"{len(found)} code lines wider than {COLUMN}:\n{report}"

@@ -28,6 +28,7 @@ module            what it holds                                     chapter
 ``plot``          figures in one style (CJK labels included)        all
 ``source``        show a package object's source in a notebook      all
 ``exercises``     checkers for the coding exercises                 all
+``alt_text``      the text alternatives of the chapters' figures    all
 ================  ================================================  =======
 
 **The promise.** Every public function and class returns the right result or
