@@ -53,16 +53,28 @@ def shown_text(output) -> str:
     return data.get("text/plain", "")
 
 
-def wide_lines(path: Path) -> list[tuple[int, int, str]]:
-    """(cell index, width, line) for each shown text line wider than the column."""
+def wide_lines(path: Path, code: bool = False) -> list[tuple[int, int, str]]:
+    """(cell index, width, line) for each line wider than the column: of the shown
+    text outputs, or with ``code`` of the code cells' source."""
     nb = nbformat.read(path, as_version=4)
     found = []
     for index, cell in enumerate(nb.cells):
-        for output in cell.get("outputs", []):
-            for line in shown_text(output).splitlines():
+        if code:
+            texts = [cell.source] if cell.cell_type == "code" else []
+        else:
+            texts = [shown_text(output) for output in cell.get("outputs", [])]
+        for text in texts:
+            for line in text.splitlines():
                 if width(line.rstrip()) > COLUMN:
                     found.append((index, width(line.rstrip()), line))
     return found
+
+
+def assert_none_wide(found: list[tuple[int, int, str]], what: str) -> None:
+    report = "\n".join(
+        f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
+    )
+    assert not found, f"{len(found)} {what} wider than {COLUMN}:\n{report}"
 
 
 def test_width_counts_wide_characters_twice():
@@ -77,24 +89,9 @@ def test_html_tables_scroll_in_their_own_box():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_text_output_fits_the_column(path):
-    found = wide_lines(path)
-    report = "\n".join(
-        f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
-    )
-    assert not found, f"{len(found)} output lines wider than {COLUMN}:\n{report}"
+    assert_none_wide(wide_lines(path), "output lines")
 
 
 @pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
 def test_every_line_of_code_fits_the_column(path):
-    nb = nbformat.read(path, as_version=4)
-    found = [
-        (index, width(line.rstrip()), line)
-        for index, cell in enumerate(nb.cells)
-        if cell.cell_type == "code"
-        for line in cell.source.splitlines()
-        if width(line.rstrip()) > COLUMN
-    ]
-    report = "\n".join(
-        f"  cell {i}: {w} columns: {line[:70]}..." for i, w, line in found
-    )
-    assert not found, f"{len(found)} code lines wider than {COLUMN}:\n{report}"
+    assert_none_wide(wide_lines(path, code=True), "code lines")
