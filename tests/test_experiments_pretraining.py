@@ -239,3 +239,17 @@ def test_topic_accuracy_names_a_model_without_weights():
     data = _tiny_task()
     with pytest.raises(ValueError, match="model has no parameters"):
         pt.topic_accuracy(torch.nn.Identity(), data)
+
+
+def test_the_scratch_runs_side_by_side_equal_them_in_turn(monkeypatch):
+    """The from-scratch classifiers train in forked workers on a CPU
+    (``_parallel.map_runs``): the numbers are the same bit for bit."""
+    import transformer_book._parallel as parallel
+
+    data, gen = _tiny_task(), torch.Generator().manual_seed(0)
+    features = torch.randn(40, 8, generator=gen), torch.randn(20, 8, generator=gen)
+    side_by_side = pt.run_sample_efficiency(data, *features, label_counts=(10, 20))
+    monkeypatch.setattr(parallel, "can_fork", lambda device: False)
+    assert pt.run_sample_efficiency(data, *features, label_counts=(10, 20)) == (
+        side_by_side
+    )

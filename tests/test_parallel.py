@@ -1,6 +1,7 @@
 """``transformer_book._parallel``: runs side by side in forked processes return what
-runs one after another return, bit for bit, in order; errors come back; where a fork
-is not safe the runs stay in this process."""
+runs one after another on one thread return, bit for bit, in order, whatever the
+caller's threads; errors come back; where a fork is not safe the runs stay in this
+process, on one thread, and the caller's threads are restored."""
 
 import os
 import sys
@@ -13,6 +14,12 @@ from transformer_book.experiments.efficiency import (
     run_kv_sharing,
     run_lookup_approximations,
 )
+from transformer_book.experiments.extrapolation import (
+    ExtrapolationConfig,
+    run_extrapolation,
+)
+from transformer_book.experiments.recall import run_recall
+from transformer_book.experiments.scaling import run_scaling
 
 LINUX = sys.platform.startswith("linux")
 
@@ -47,11 +54,32 @@ def test_side_by_side_equals_one_after_another(monkeypatch):
         assert {r[3] for r in side_by_side} == {"1"}
 
 
-def test_a_caller_on_more_threads_runs_them_in_turn():
-    # its OpenMP threads would hang a forked copy, and one thread computes otherwise
+def test_a_caller_on_more_threads_gets_what_one_thread_computes(monkeypatch):
+    jobs = [(seed, 96) for seed in range(4)]
+    one_thread = parallel.map_runs(seeded_sum, jobs, "cpu")
     torch.set_num_threads(2)
-    pids = {r[1] for r in parallel.map_runs(seeded_sum, [(0, 4), (1, 4)], "cpu")}
-    assert pids == {os.getpid()}
+    # a product of two threads' partial sums can differ in its last bits from one
+    # thread's; the runs compute on one thread all the same, forked or here
+    torch.randn(256, 256) @ torch.randn(256, 256)  # this process's threads have run
+    forked = parallel.map_runs(seeded_sum, jobs, "cpu")
+    assert torch.get_num_threads() == 2
+    monkeypatch.setattr(parallel, "can_fork", lambda device: False)
+    here = parallel.map_runs(seeded_sum, jobs, "cpu")
+    assert torch.get_num_threads() == 2  # restored
+    assert [r[0] for r in forked] == [r[0] for r in one_thread]  # exact
+    assert [r[0] for r in here] == [r[0] for r in one_thread]
+    assert {r[2] for r in here} == {1} and {r[1] for r in here} == {os.getpid()}
+    if LINUX and (os.cpu_count() or 1) > 1:
+        assert os.getpid() not in {r[1] for r in forked}
+        assert {r[2] for r in forked} == {1}
+
+
+def test_threads_are_restored_after_an_error(monkeypatch):
+    torch.set_num_threads(2)
+    monkeypatch.setattr(parallel, "can_fork", lambda device: False)
+    with pytest.raises(ValueError, match="run 2 failed"):
+        parallel.map_runs(fails_on_two, [(seed,) for seed in range(4)], "cpu")
+    assert torch.get_num_threads() == 2
 
 
 def test_an_error_in_a_run_comes_back():
@@ -62,8 +90,10 @@ def test_an_error_in_a_run_comes_back():
 @pytest.mark.parametrize("device", ["meta", torch.device("meta")])
 def test_other_devices_stay_in_this_process(device):
     assert not parallel.can_fork(device)
-    pids = {r[1] for r in parallel.map_runs(seeded_sum, [(0, 4), (1, 4)], device)}
-    assert pids == {os.getpid()}
+    torch.set_num_threads(2)
+    runs = parallel.map_runs(seeded_sum, [(0, 4), (1, 4)], device)
+    assert {r[1] for r in runs} == {os.getpid()}
+    assert {r[2] for r in runs} == {2}  # a device's threads are left alone
 
 
 def test_fork_only_on_linux(monkeypatch):
@@ -73,9 +103,30 @@ def test_fork_only_on_linux(monkeypatch):
     assert parallel.can_fork("cpu") == (not torch.cuda.is_initialized())
 
 
+def _experiments():
+    """Small runs of every experiment that uses map_runs, as comparable values."""
+    extrapolation = run_extrapolation(
+        seed=1, schemes=("none", "rope"), cfg=ExtrapolationConfig(steps=3)
+    )
+    scaling = run_scaling(seed=1, steps=2, sizes=((16, 1), (32, 2)))
+    return {
+        "lookup": run_lookup_approximations(seed=2, steps=5, n_test=64),
+        "kv": run_kv_sharing(seed=1, steps=3),
+        "recall": run_recall(seed=1, kinds=("LSTM",), distances=(4, 8), steps=3),
+        "extrapolation": (extrapolation.accuracy, extrapolation.by_position),
+        "scaling": [(row.params, row.loss) for row in scaling.rows],
+    }
+
+
 def test_the_experiments_give_the_same_numbers_either_way(monkeypatch):
-    lookup = run_lookup_approximations(seed=2, steps=5, n_test=64)
-    kv = run_kv_sharing(seed=1, steps=3)
+    side_by_side = _experiments()
     monkeypatch.setattr(parallel, "can_fork", lambda device: False)
-    assert run_lookup_approximations(seed=2, steps=5, n_test=64) == lookup
-    assert run_kv_sharing(seed=1, steps=3) == kv
+    in_turn = _experiments()
+    by_position = "extrapolation"
+    for name, value in side_by_side.items():
+        if name == by_position:  # tensors: compared exactly, one by one
+            assert value[0] == in_turn[name][0]
+            for scheme, t in value[1].items():
+                assert torch.equal(t, in_turn[name][1][scheme]), scheme
+        else:
+            assert value == in_turn[name], name

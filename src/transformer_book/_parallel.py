@@ -1,21 +1,25 @@
-"""Independent runs side by side, one process per core (Chapter 7).
+"""Independent runs side by side, one process per core, each on one thread.
 
 An experiment often trains several small models that share nothing but their data:
-one per kind of attention, one per number of key/value heads. Chapter 7 trains each
-on one thread, so on a 2-core CPU the second core would idle. ``map_runs`` runs them
-in worker processes instead, as many at a time as there are cores, and returns
-exactly what running them one after another returns: every run seeds itself, and a
-worker runs one thread, as the caller does, so the arithmetic is the same.
+one per kind of attention, one per number of key/value heads, one per size. A small
+model keeps two threads only partly busy (on a 2-core CPU, Chapter 8's from-scratch
+classifiers train 1.25 times as fast on two threads as on one), while two processes of
+one thread each keep both cores busy. ``map_runs`` runs them in worker processes, as
+many at a time as there are cores, each on one thread.
+
+Every run computes on one thread wherever it runs, so the results do not depend on the
+machine's number of cores or on where the runs went: bit for bit, they are what the
+runs return one after another on one thread. Where the runs cannot go to workers they
+do exactly that, here: off Linux (macOS's system libraries do not survive a fork;
+Windows cannot fork), on a device other than the CPU (a forked process cannot use
+CUDA), once CUDA has been set up in this process, inside a worker, or with one core.
+On a CPU, torch's threads are set to one for their duration and then restored.
 
 The workers are forked: a fork is a copy of the calling process, imported torch
 included, so a worker starts in milliseconds (a spawned one would spend seconds
-importing torch). Where forking is not safe the runs go one after another: off Linux
-(macOS's system libraries do not survive a fork; Windows cannot fork), on a device
-other than the CPU (a forked process cannot use CUDA), once CUDA has been set up in
-the caller, inside a worker, or with one core. So do runs in a caller that uses more
-than one thread: a forked copy of a process whose OpenMP threads have run hangs at
-its first parallel region, and runs on one thread would not compute what the caller
-computes.
+importing torch). A forked copy of a process whose OpenMP threads have run is safe
+as long as it runs no parallel region on more than one thread, which is why a worker
+sets its threads to one before anything else.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ __all__: list[str] = []  # an implementation detail of the experiments
 
 
 def _worker_init() -> None:
-    torch.set_num_threads(1)  # as the caller: the same arithmetic
+    torch.set_num_threads(1)  # first: one thread, the arithmetic of every run
     os.environ["TRANSFORMER_BOOK_QUIET"] = "1"  # no interleaved progress bars
 
 
@@ -48,7 +52,7 @@ def can_fork(device: torch.device | str | None) -> bool:
 def map_runs(
     run: Callable, jobs: Sequence[tuple], device: torch.device | str | None
 ) -> list:
-    """``[run(*job) for job in jobs]``, the jobs side by side where the CPU allows.
+    """``[run(*job) for job in jobs]`` on one thread, side by side where the CPU allows.
 
     ``run`` must be a function of a module and its jobs' arguments and results
     picklable (they travel between processes). Results come back in the jobs' order;
@@ -56,8 +60,15 @@ def map_runs(
     """
     jobs = list(jobs)
     workers = min(len(jobs), os.cpu_count() or 1)
-    if workers < 2 or torch.get_num_threads() != 1 or not can_fork(device):
+    if workers >= 2 and can_fork(device):
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, _worker_init) as pool:
+            return pool.starmap(run, jobs, chunksize=1)
+    if torch.device(device or "cpu").type != "cpu":
         return [run(*job) for job in jobs]
-    context = multiprocessing.get_context("fork")
-    with context.Pool(workers, _worker_init) as pool:
-        return pool.starmap(run, jobs, chunksize=1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the arithmetic of a worker
+    try:
+        return [run(*job) for job in jobs]
+    finally:
+        torch.set_num_threads(threads)

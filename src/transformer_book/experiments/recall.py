@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._parallel import map_runs
 from .._validate import check_compute_device, check_int, check_real, check_seed
 from ..data import recall_task
 from ..device import set_seed
@@ -134,9 +135,8 @@ def run_recall(
     for kind in kinds:
         for distance in distances:
             _check(kind, distance, seed, steps, lr, n_test)
-    return {
-        kind: [
-            recall_accuracy(kind, d, seed, steps, lr, n_test, device) for d in distances
-        ]
-        for kind in kinds
-    }
+    # every (kind, distance) is a model of its own: on a CPU they train side by side,
+    # one thread each
+    jobs = [(k, d, seed, steps, lr, n_test, device) for k in kinds for d in distances]
+    accuracies = iter(map_runs(recall_accuracy, jobs, device))
+    return {kind: [next(accuracies) for _ in distances] for kind in kinds}

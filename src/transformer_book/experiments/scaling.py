@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .._parallel import map_runs
 from .._validate import (
     check_compute_device,
     check_instance,
@@ -287,41 +288,51 @@ def run_scaling(
     return _run_scaling(seed, steps, sizes, device)
 
 
+def _size_run(
+    d_model: int, n_heads: int, windows: list[Tensor], tokens: int, seed: int, device
+) -> tuple[ScalingRow, float]:
+    """One size of ``run_scaling``: trained on ``windows`` (``tokens`` tokens in
+    all), then its row and the unigram model's held-out loss."""
+    tok = get_tokenizer()
+    # model: Chapter 6's GPT, N_LAYERS blocks of width d_model
+    cfg = GPTConfig(
+        tok.vocab_size,
+        BLOCK_LEN,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=N_LAYERS,
+        d_ff=4 * d_model,
+    )
+    # loop: one AdamW step per batch of windows, LR after WARMUP steps
+    model, history = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
+    # measure: the held-out loss, N and the compute C = 6 N D
+    ppl, unigram_ppl = heldout_perplexity(model, tok)
+    n = non_embedding_parameters(model)
+    row = ScalingRow(
+        d_model=d_model,
+        n_heads=n_heads,
+        params=n,
+        total_params=sum(p.numel() for p in model.parameters()),
+        tokens=tokens,
+        flops=training_flops(n, tokens),
+        loss=math.log(ppl),
+        seconds=history["seconds"],
+    )
+    return row, math.log(unigram_ppl)
+
+
 def _run_scaling(seed: int, steps: int, sizes, device) -> ScalingRun:
     """``run_scaling`` after its checks: a GPT per size, the same batches, the fits."""
     # data: windows of Chapter 6's training stream, the same for every size
-    tok = get_tokenizer()
     windows = prose_windows(seed, steps, BATCH_SIZE)  # steps x (B, T)
     tokens = steps * BATCH_SIZE * (BLOCK_LEN - 1)
-    rows, unigram = [], 0.0
-    for d_model, n_heads in sizes:
-        # model: Chapter 6's GPT, N_LAYERS blocks of width d_model
-        cfg = GPTConfig(
-            tok.vocab_size,
-            BLOCK_LEN,
-            d_model=d_model,
-            n_heads=n_heads,
-            n_layers=N_LAYERS,
-            d_ff=4 * d_model,
-        )
-        # loop: one AdamW step per batch of windows, LR after WARMUP steps
-        model, history = train_gpt_on_prose(cfg, windows, seed, LR, WARMUP, device)
-        # measure: the held-out loss, N and the compute C = 6 N D
-        ppl, unigram_ppl = heldout_perplexity(model, tok)
-        unigram = math.log(unigram_ppl)
-        n = non_embedding_parameters(model)
-        rows.append(
-            ScalingRow(
-                d_model=d_model,
-                n_heads=n_heads,
-                params=n,
-                total_params=sum(p.numel() for p in model.parameters()),
-                tokens=tokens,
-                flops=training_flops(n, tokens),
-                loss=math.log(ppl),
-                seconds=history["seconds"],
-            )
-        )
+    # the sizes share nothing but the windows: on a CPU they train side by side, one
+    # thread each, the largest first (the last to start is then the shortest)
+    order = sorted(sizes, key=lambda size: -size[0])
+    jobs = [(d, heads, windows, tokens, seed, device) for d, heads in order]
+    results = map_runs(_size_run, jobs, device)
+    rows = [row for row, _ in results]
+    unigram = results[0][1]  # the same for every size
     # measure: the power laws fitted over the sizes
     rows.sort(key=lambda r: r.params)
     x, y = [r.params for r in rows], [r.loss for r in rows]
