@@ -74,9 +74,9 @@ CHECKS = {
     "8.3": (
         Question(
             prompt=(
-                "Section 8.3's pretrained learner is MiniLM, frozen, with a linear "
+                "Section 8.3's linear probe keeps MiniLM frozen and trains a linear "
                 "classifier on its 384-dimensional sentence embedding, for 10 topics. "
-                "How many weights does training change?"
+                "How many weights does training the probe change?"
             ),
             options=("3,850", "3,840", "22.6 million", "384"),
             answer=0,
@@ -84,8 +84,8 @@ CHECKS = {
                 "A 384-to-10 linear layer: 384 × 10 weights and 10 biases, 3,850 in "
                 "all. The encoder's 22.6 million weights are frozen.",
                 "That forgets the 10 biases of the classifier.",
-                "That would be fine-tuning every weight, whose steps are far slower "
-                "(§8.3 times one); the encoder is frozen.",
+                "That is what §8.3's fine-tune changes: every weight, at a far "
+                "higher cost per step (§8.3 times one). The probe's encoder is frozen.",
                 "One weight per input dimension would give one score, not ten.",
             ),
         ),
