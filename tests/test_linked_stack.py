@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pytest
@@ -196,3 +199,65 @@ def test_figure_view_bad_arguments_are_named(fig, alt, dpi, error, match):
             figure_view(fig, alt=alt, dpi=dpi)
     finally:
         plt.close("all")
+
+
+# ------------------------------------- linked_views: figure views drawn side by side
+
+
+def leaves(box):
+    """Every view of a linked box, in the order of the combinations."""
+    found, stack = [], [box.children[-1]]
+    while stack:
+        widget = stack.pop()
+        if isinstance(widget, widgets.HTML):
+            found.append(widget)
+        else:
+            stack.extend(reversed(widget.children))
+    return found
+
+
+def figure_of(x, n):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, n], [0, n * n])
+    ax.set_title(f"{x} {n}")
+    return figure_view(fig, alt=f"{x}: {n} squared")
+
+
+def test_figure_views_drawn_side_by_side_equal_them_drawn_in_turn(monkeypatch):
+    import transformer_book.plot as plot
+
+    forked = []
+
+    def spy(*args, **kwargs):
+        forked.append(plot_map_forked(*args, **kwargs))
+        return forked[-1]
+
+    plot_map_forked = plot.map_forked
+    monkeypatch.setattr(plot, "map_forked", spy)
+    side_by_side = [
+        view.value for view in leaves(linked_views(controls_ab(), figure_of))
+    ]
+    monkeypatch.setattr(plot, "map_forked", lambda *args, **kwargs: None)
+    in_turn = [view.value for view in leaves(linked_views(controls_ab(), figure_of))]
+    assert side_by_side == in_turn  # the same PNGs, in the same order
+    combinations = [(x, n) for x in "ab" for n in (1, 2, 3)]
+    for (x, n), value in zip(combinations, in_turn, strict=True):
+        assert f'alt="{x}: {n} squared"' in value
+    if sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1:
+        assert forked[0] is not None, "drawn in forked workers"
+    assert not plt.get_fignums()  # every figure closed
+
+
+def test_renders_that_make_other_widgets_or_fail_run_here(monkeypatch):
+    box = linked_views(controls_ab(), label)  # a widget a worker cannot make
+    assert [view.value for view in leaves(box)] == [
+        f"{x} {n}" for x in "ab" for n in (1, 2, 3)
+    ]
+
+    def fails(x, n):
+        if (x, n) == ("b", 2):
+            raise ValueError("no view for b 2")
+        return figure_of(x, n)
+
+    with pytest.raises(ValueError, match="no view for b 2"):
+        linked_views(controls_ab(), fails)

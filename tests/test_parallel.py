@@ -130,3 +130,41 @@ def test_the_experiments_give_the_same_numbers_either_way(monkeypatch):
                 assert torch.equal(t, in_turn[name][1][scheme]), scheme
         else:
             assert value == in_turn[name], name
+
+
+def test_map_forked_runs_a_closure_in_workers_after_their_init():
+    offset = 10  # a closure: not picklable, inherited by the fork
+
+    def task(i):
+        return i + offset, os.getpid(), os.environ.get("MAP_FORKED_INIT")
+
+    def init():
+        os.environ["MAP_FORKED_INIT"] = "ran"
+
+    results = parallel.map_forked(task, 5, init)
+    if not (LINUX and (os.cpu_count() or 1) > 1):
+        assert results is None
+        return
+    assert [r[0] for r in results] == [10, 11, 12, 13, 14]  # in order
+    assert os.getpid() not in {r[1] for r in results}
+    assert {r[2] for r in results} == {"ran"}
+    assert "MAP_FORKED_INIT" not in os.environ  # the init ran in the workers only
+    assert parallel._TASK is None  # nothing left behind for a later fork
+
+
+def test_map_forked_declines_what_it_cannot_fork(monkeypatch):
+    assert parallel.map_forked(lambda i: i, 1) is None  # one task: nothing to share
+    monkeypatch.setattr(parallel, "can_fork", lambda device: False)
+    assert parallel.map_forked(lambda i: i, 4) is None
+
+
+def test_map_forked_raises_a_task_error_here():
+    def task(i):
+        if i == 3:
+            raise ValueError(f"task {i} failed")
+        return i
+
+    if LINUX and (os.cpu_count() or 1) > 1:
+        with pytest.raises(ValueError, match="task 3 failed"):
+            parallel.map_forked(task, 4)
+        assert parallel._TASK is None

@@ -144,6 +144,7 @@ def tc_font_path() -> str | None:
 
 _CATALOGUE: dict[str, object] = {}
 rendering_seconds = 0.0  # spent in zh_rendering by this process (execution cost)
+SECONDS_VARIABLE = "TRANSFORMER_BOOK_FIGURES_ZH_SECONDS"  # where it is reported
 
 
 def figure_catalogue(path: Path | None = None) -> dict[str, str] | None:
@@ -381,10 +382,16 @@ def zh_rendering(fig, render: Callable[[object], object]) -> dict | None:
     if image is not None:
         record["image/png"] = image
     _record_missing([m for m in probe.missing if not m.startswith("(")])
-    global rendering_seconds
-    rendering_seconds += time.perf_counter() - start
-    # scripts/execute.py keeps this cost out of a chapter's time: a reader does not
-    # pay it (only the zh-TW edition's build does)
-    if seconds_file := os.environ.get("TRANSFORMER_BOOK_FIGURES_ZH_SECONDS"):
-        Path(seconds_file).write_text(f"{rendering_seconds:.3f}\n")
+    count_rendering_seconds(time.perf_counter() - start)
     return record
+
+
+def count_rendering_seconds(seconds: float) -> None:
+    """Add ``seconds`` of zh-TW rendering to this process's count, and write the
+    count to $TRANSFORMER_BOOK_FIGURES_ZH_SECONDS where it is set:
+    scripts/execute.py keeps this cost out of a chapter's time, since a reader does
+    not pay it (only the zh-TW edition's build does)."""
+    global rendering_seconds
+    rendering_seconds += seconds
+    if seconds_file := os.environ.get(SECONDS_VARIABLE):
+        Path(seconds_file).write_text(f"{rendering_seconds:.3f}\n")

@@ -34,9 +34,20 @@ import torch
 __all__: list[str] = []  # an implementation detail of the experiments
 
 
+# What the forked workers run: set just before the fork, so a worker inherits it and
+# nothing but indices and results travel between the processes
+_TASK: tuple[Callable[[int], object], Callable[[], None] | None] | None = None
+
+
 def _worker_init() -> None:
     torch.set_num_threads(1)  # first: one thread, the arithmetic of every run
     os.environ["TRANSFORMER_BOOK_QUIET"] = "1"  # no interleaved progress bars
+    if _TASK is not None and _TASK[1] is not None:
+        _TASK[1]()
+
+
+def _call(index: int) -> object:
+    return _TASK[0](index)
 
 
 def can_fork(device: torch.device | str | None) -> bool:
@@ -49,23 +60,46 @@ def can_fork(device: torch.device | str | None) -> bool:
     )
 
 
+def map_forked(
+    task: Callable[[int], object],
+    n: int,
+    init: Callable[[], None] | None = None,
+) -> list | None:
+    """``[task(i) for i in range(n)]`` in forked workers on one thread each, as many
+    at a time as there are cores; None where that cannot be (``n`` < 2, one core, or
+    not ``can_fork("cpu")``), and the caller runs the tasks itself.
+
+    ``task`` is not pickled: the workers inherit it, so a closure or a notebook's
+    function will do; its results must be picklable. ``init`` runs first in every
+    worker. An exception in a task is raised here.
+    """
+    global _TASK
+    workers = min(n, os.cpu_count() or 1)
+    if workers < 2 or not can_fork("cpu"):
+        return None
+    _TASK = (task, init)
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, _worker_init) as pool:
+            return pool.map(_call, range(n), chunksize=1)
+    finally:
+        _TASK = None
+
+
 def map_runs(
     run: Callable, jobs: Sequence[tuple], device: torch.device | str | None
 ) -> list:
     """``[run(*job) for job in jobs]`` on one thread, side by side where the CPU allows.
 
-    ``run`` must be a function of a module and its jobs' arguments and results
-    picklable (they travel between processes). Results come back in the jobs' order;
-    an exception in a run is raised here.
+    The results must be picklable (they travel back from the workers). Results come
+    back in the jobs' order; an exception in a run is raised here.
     """
     jobs = list(jobs)
-    workers = min(len(jobs), os.cpu_count() or 1)
-    if workers >= 2 and can_fork(device):
-        context = multiprocessing.get_context("fork")
-        with context.Pool(workers, _worker_init) as pool:
-            return pool.starmap(run, jobs, chunksize=1)
     if torch.device(device or "cpu").type != "cpu":
         return [run(*job) for job in jobs]
+    side_by_side = map_forked(lambda i: run(*jobs[i]), len(jobs))
+    if side_by_side is not None:
+        return side_by_side
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the arithmetic of a worker
     try:

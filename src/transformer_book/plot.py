@@ -7,8 +7,11 @@ behind DejaVu Sans, which works the same locally and in Colab.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -16,7 +19,9 @@ import numpy as np
 import torch
 from matplotlib import cycler, font_manager
 
+from . import _figure_text
 from ._figure_text import META_KEY, VIEWS_KEY, keep_texts, zh_rendering
+from ._parallel import map_forked
 from ._validate import check_real
 
 __all__ = [
@@ -366,16 +371,95 @@ def linked_views(controls: Sequence, render: Callable):
     for i, control in enumerate(controls):
         _check_control(control, f"controls[{i}]")
 
-    def nest(level: int, chosen: tuple):
-        if level == len(controls):
-            return render(*chosen)
-        control = controls[level]
-        return _switch(
-            control,
-            [nest(level + 1, (*chosen, v)) for v in _option_values(control)],
-        )
+    combinations = list(itertools.product(*map(_option_values, controls)))
+    views = iter(_render_views(render, combinations))
 
-    return _linked_box([*controls, nest(0, ())])
+    def nest(level: int):
+        if level == len(controls):
+            return next(views)
+        control = controls[level]
+        return _switch(control, [nest(level + 1) for _ in _option_values(control)])
+
+    return _linked_box([*controls, nest(0)])
+
+
+class _ViewData(NamedTuple):
+    """A figure view as a forked render sends it back: the HTML widget's value, its
+    zh-TW rendering, and the seconds the render took, zh-TW rendering included."""
+
+    value: str
+    zh: dict | None
+    seconds: float = 0.0
+    zh_seconds: float = 0.0
+
+
+_DEFER_VIEWS = False  # in a render worker: figure_view returns a _ViewData
+
+
+def _render_views(render: Callable, combinations: list[tuple]) -> list:
+    """``[render(*values) for values in combinations]``; where every render returns a
+    ``figure_view``, in forked workers side by side (``_parallel.map_forked``).
+
+    Drawing a figure is Python work that holds one core, and a chapter's widget
+    draws tens of them. A worker cannot make a widget (its messages would go out on
+    the kernel's connection, which belongs to this process), so there figure_view
+    gives back the view's data, and the widget is made here. A render that makes any
+    other widget, displays something or fails sends its worker's exception back, and
+    all the renders then run here, in turn, as they would without workers.
+    """
+
+    def draw(index: int) -> _ViewData:
+        start, zh_before = time.perf_counter(), _figure_text.rendering_seconds
+        view = render(*combinations[index])
+        if not isinstance(view, _ViewData):
+            raise TypeError(f"render returned a {type(view).__name__}")
+        zh_seconds = _figure_text.rendering_seconds - zh_before
+        return view._replace(seconds=time.perf_counter() - start, zh_seconds=zh_seconds)
+
+    start = time.perf_counter()
+    try:
+        drawn = map_forked(draw, len(combinations), _render_worker_init)
+    except Exception:  # noqa: BLE001 - the renders run again here, and raise here
+        drawn = None
+    if drawn is None:
+        return [render(*values) for values in combinations]
+    # what the workers spent on zh-TW renderings, as a share of the wall time
+    busy = sum(view.seconds for view in drawn)
+    zh_share = sum(view.zh_seconds for view in drawn) / busy if busy > 0 else 0.0
+    _figure_text.count_rendering_seconds(zh_share * (time.perf_counter() - start))
+    return [_view_widget(view.value, view.zh) for view in drawn]
+
+
+def _render_worker_init() -> None:
+    """A render worker: figure views as data; no widget, display or output."""
+    import os
+    import sys
+
+    import ipywidgets as widgets
+    from IPython import get_ipython
+
+    global _DEFER_VIEWS
+    _DEFER_VIEWS = True
+    os.environ.pop(_figure_text.SECONDS_VARIABLE, None)  # this process reports them
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("a render worker makes no widget and displays nothing")
+
+    widgets.Widget.open = refuse  # a widget's comm would use the kernel's sockets
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_pub.publish = refuse
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for its life
+
+
+def _view_widget(value: str, zh: dict | None):
+    """The HTML widget of a figure view, its zh-TW rendering noted for its box."""
+    import ipywidgets as widgets
+
+    view = widgets.HTML(value=value)
+    if zh is not None:
+        _ZH_VIEWS[view.model_id] = zh
+    return view
 
 
 def _check_alt(alt) -> str:
@@ -431,22 +515,20 @@ def figure_view(fig, alt: str, dpi: int = 90):
     """
     import html
 
-    import ipywidgets as widgets
-
     if not isinstance(fig, mpl.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     _check_alt(alt)
     if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
         raise ValueError(f"dpi must be a positive integer, got {dpi!r}")
-    view = widgets.HTML(
-        value=f'<img src="data:image/png;base64,{_view_data(fig, dpi)}"'
+    value = (
+        f'<img src="data:image/png;base64,{_view_data(fig, dpi)}"'
         f' alt="{html.escape(alt)}" style="max-width:100%;height:auto">'
     )
     zh = zh_rendering(fig, lambda f: _view_data(f, dpi))
-    if zh is not None:
-        _ZH_VIEWS[view.model_id] = zh
     plt.close(fig)
-    return view
+    if _DEFER_VIEWS:  # in a render worker (_render_views): the widget is made there
+        return _ViewData(value, zh)
+    return _view_widget(value, zh)
 
 
 # The zh-TW renderings of figure views, by the view's widget model id, until the

@@ -16,7 +16,8 @@ model sees the same D = 100,800 tokens and its compute grows with N alone (N fro
 loss (nats per token, the log of ``variants_uses.heldout_perplexity``) is then
 fitted by ``fit_power_law``. Measured for seeds 0-3: the loss falls from 5.57-5.69
 to 4.66-4.76 nats (the unigram model: 5.92), and loss = a N^-b fits with
-b = 0.046-0.054, R^2 = 0.97-1.00. About 13 s on a 2-core CPU (two threads).
+b = 0.046-0.054, R^2 = 0.97-1.00. About 7 s on a 2-core CPU, the four sizes side
+by side on one thread each (13 s one after another on two threads).
 
 One rate for every size must suit the largest: with Chapter 6's 3e-3 and 20
 warm-up steps, d_model 64 and 96 ended *behind* d_model 32 after this short
