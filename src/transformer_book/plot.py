@@ -361,6 +361,12 @@ def linked_views(controls: Sequence, render: Callable):
     without a kernel. The number of views is the product of the option counts: keep
     it small (each figure weighs its PNG in the page). Returns the ``VBox`` of the
     controls and the views.
+
+    Where every render returns a ``figure_view``, the renders run side by side in
+    forked workers (``_render_views``), so a render should compute its view and
+    nothing else: what it changes (a list it appends to, the random state it draws
+    from without seeding) stays in its worker. A render that returns any other
+    widget, or fails, runs again here with all the others, once each, in order.
     """
     _check_widgets("controls", controls)
     controls = list(controls)
@@ -526,7 +532,7 @@ def figure_view(fig, alt: str, dpi: int = 90):
     )
     zh = zh_rendering(fig, lambda f: _view_data(f, dpi))
     plt.close(fig)
-    if _DEFER_VIEWS:  # in a render worker (_render_views): the widget is made there
+    if _DEFER_VIEWS:  # in a render worker (_render_views): the kernel makes the widget
         return _ViewData(value, zh)
     return _view_widget(value, zh)
 
