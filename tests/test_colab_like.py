@@ -50,13 +50,15 @@ SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 COLAB_PINS = ROOT / "tests" / "colab" / "requirements.txt"
 NO_STDERR = ROOT / "tests" / "colab" / "nbval_no_stderr.py"
 COLAB_PYTHON = "3.13"  # Colab's, since pip-freeze.txt of 2026-08-19
-# The variables that choose kernels and threads, passed on to the clean environment
+# The variables that choose kernels, threads and worker processes, passed on to the
+# clean environment
 NUMERICS = (
     "ATEN_CPU_CAPABILITY",
     "MKL_ENABLE_INSTRUCTIONS",
     "DNNL_MAX_CPU_ISA",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
+    "TRANSFORMER_BOOK_WORKERS",
 )
 
 

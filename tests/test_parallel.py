@@ -168,3 +168,20 @@ def test_map_forked_raises_a_task_error_here():
         with pytest.raises(ValueError, match="task 3 failed"):
             parallel.map_forked(task, 4)
         assert parallel._TASK is None
+
+
+def test_one_worker_keeps_the_runs_here(monkeypatch):
+    monkeypatch.setenv(parallel.WORKERS_VARIABLE, "1")
+    assert parallel.max_workers() == 1
+    assert parallel.map_forked(lambda i: i, 4) is None
+    torch.set_num_threads(2)
+    runs = parallel.map_runs(seeded_sum, [(0, 4), (1, 4)], "cpu")
+    assert {r[1] for r in runs} == {os.getpid()} and {r[2] for r in runs} == {1}
+    assert torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
+def test_a_bad_worker_count_is_named(monkeypatch, value):
+    monkeypatch.setenv(parallel.WORKERS_VARIABLE, value)
+    with pytest.raises(ValueError, match="TRANSFORMER_BOOK_WORKERS"):
+        parallel.max_workers()

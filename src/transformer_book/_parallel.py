@@ -12,7 +12,8 @@ machine's number of cores or on where the runs went: bit for bit, they are what 
 runs return one after another on one thread. Where the runs cannot go to workers they
 do exactly that, here: off Linux (macOS's system libraries do not survive a fork;
 Windows cannot fork), on a device other than the CPU (a forked process cannot use
-CUDA), once CUDA has been set up in this process, inside a worker, or with one core.
+CUDA), once CUDA has been set up in this process, inside a worker, with one core, or
+where $TRANSFORMER_BOOK_WORKERS is 1 (``max_workers``).
 On a CPU, torch's threads are set to one for their duration and then restored.
 
 The workers are forked: a fork is a copy of the calling process, imported torch
@@ -60,21 +61,40 @@ def can_fork(device: torch.device | str | None) -> bool:
     )
 
 
+WORKERS_VARIABLE = "TRANSFORMER_BOOK_WORKERS"
+
+
+def max_workers() -> int:
+    """The most worker processes at a time: $TRANSFORMER_BOOK_WORKERS where it is set
+    (1 keeps every run in this process: the test stages that already run two
+    notebooks at a time set it, so that two cores do not get four busy processes),
+    else no limit beyond the cores."""
+    value = os.environ.get(WORKERS_VARIABLE)
+    if value is None:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(
+            f"{WORKERS_VARIABLE} must be a positive integer, got {value!r}"
+        )
+    return int(value)
+
+
 def map_forked(
     task: Callable[[int], object],
     n: int,
     init: Callable[[], None] | None = None,
 ) -> list | None:
     """``[task(i) for i in range(n)]`` in forked workers on one thread each, as many
-    at a time as there are cores; None where that cannot be (``n`` < 2, one core, or
-    not ``can_fork("cpu")``), and the caller runs the tasks itself.
+    at a time as there are cores (at most ``max_workers()``); None where that cannot
+    be (``n`` < 2, one core or one worker allowed, or not ``can_fork("cpu")``), and
+    the caller runs the tasks itself.
 
     ``task`` is not pickled: the workers inherit it, so a closure or a notebook's
     function will do; its results must be picklable. ``init`` runs first in every
     worker. An exception in a task is raised here.
     """
     global _TASK
-    workers = min(n, os.cpu_count() or 1)
+    workers = min(n, os.cpu_count() or 1, max_workers())
     if workers < 2 or not can_fork("cpu"):
         return None
     _TASK = (task, init)
