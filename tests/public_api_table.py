@@ -1609,6 +1609,19 @@ add(
     ),
 )
 add(
+    "experiments.translation.run_norm_placement",
+    fn(
+        TR.run_norm_placement,
+        seed=0,
+        n_layers=1,
+        steps=10,
+        lr=1e-3,
+        device="cpu",
+        accepts=SEED0,
+        slow=SEEDS_TEST.format("translation"),
+    ),
+)
+add(
     "experiments.translation.input_blind_loss",
     fn(TR.input_blind_loss, n=10, seed=0, accepts=SEED0),
 )

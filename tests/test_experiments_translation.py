@@ -22,6 +22,7 @@ from transformer_book.experiments.translation import (
     label_smoothing_floor,
     our_schedule,
     run_deep,
+    run_norm_placement,
     run_translation,
     smoothed_loss,
     train_translation,
@@ -143,6 +144,13 @@ def test_run_deep_returns_the_loss_of_every_step():
     assert losses.shape == (10,) and torch.isfinite(losses).all()
 
 
+def test_run_norm_placement_is_run_deep_both_ways_on_one_thread(one_thread):
+    post, pre = run_norm_placement(seed=3, n_layers=2, steps=12)
+    assert torch.equal(post, run_deep(False, seed=3, n_layers=2, steps=12))
+    assert torch.equal(pre, run_deep(True, seed=3, n_layers=2, steps=12))
+    assert not torch.equal(post, pre)  # the placement changed the run
+
+
 def test_input_blind_loss_is_the_entropy_of_the_target_tokens():
     # 10 equally likely words and one </s> per sentence of 3 to 8 words
     assert 2.3 < input_blind_loss() < math.log(11)
@@ -154,6 +162,8 @@ def test_input_blind_loss_is_the_entropy_of_the_target_tokens():
         lambda: run_translation(steps=5),
         lambda: run_translation(n_test=0),
         lambda: run_deep(norm_first=False, steps=0),
+        lambda: run_norm_placement(n_layers=0),
+        lambda: run_norm_placement(lr=0.0),
     ],
 )
 def test_bad_arguments_raise_value_error(call):
@@ -184,7 +194,7 @@ def test_the_trained_model_translates_held_out_sentences(seed):
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_deep_pre_norm_ends_below_post_norm(seed):
-    post, pre = run_deep(False, seed), run_deep(True, seed)
+    post, pre = run_norm_placement(seed)
     post_end, pre_end = post[-10:].mean().item(), pre[-10:].mean().item()
     assert pre_end < post_end - 0.4, f"pre-norm {pre_end:.2f}, post-norm {post_end:.2f}"
     assert pre_end < input_blind_loss() - 0.6, f"pre-norm {pre_end:.2f}"

@@ -20,6 +20,7 @@ from transformer_book.experiments.extrapolation import (
 )
 from transformer_book.experiments.recall import run_recall
 from transformer_book.experiments.scaling import run_scaling
+from transformer_book.experiments.translation import run_norm_placement
 
 LINUX = sys.platform.startswith("linux")
 
@@ -115,6 +116,9 @@ def _experiments():
         "recall": run_recall(seed=1, kinds=("LSTM",), distances=(4, 8), steps=3),
         "extrapolation": (extrapolation.accuracy, extrapolation.by_position),
         "scaling": [(row.params, row.loss) for row in scaling.rows],
+        "norm placement": [
+            t.tolist() for t in run_norm_placement(seed=1, n_layers=1, steps=10)
+        ],
     }
 
 

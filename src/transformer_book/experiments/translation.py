@@ -4,8 +4,9 @@ Chapter 5 trains ``models.EncoderDecoder`` on ``data.ToyTranslation`` the way th
 paper trains its Transformer: teacher forcing, label smoothing and the warm-up
 ("Noam") schedule, then translates held-out sentences by greedy decoding and counts
 the sentences translated exactly. ``run_translation(seed)`` is that experiment;
-``run_deep(norm_first, seed)`` is §5.3's comparison of post-norm and pre-norm in a
-deep model trained without warm-up. The chapter calls both with seed 0 and asserts
+``run_deep(norm_first, seed)`` trains §5.3's deep model without warm-up with the
+norm after or before each sublayer, and ``run_norm_placement(seed)`` trains it both
+ways, side by side on a CPU. The chapter calls them with seed 0 and asserts
 the bounds its prose states; ``tests/test_experiments_translation.py`` asserts the
 same bounds for other seeds.
 
@@ -27,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._parallel import map_runs
 from .._validate import (
     check_compute_device,
     check_instance,
@@ -58,6 +60,7 @@ __all__ = [
     "cross_attention_shares",
     "run_translation",
     "run_deep",
+    "run_norm_placement",
     "input_blind_loss",
 ]
 
@@ -271,11 +274,45 @@ def run_deep(
     Returns the training loss of every step, shape (steps,).
     """
     check_instance("norm_first", norm_first, bool)
+    _check_deep(seed, n_layers, steps, lr, device)
+    return _run_deep(norm_first, seed, n_layers, steps, lr, device)
+
+
+def run_norm_placement(
+    seed: int = 0,
+    n_layers: int = 6,
+    steps: int = 80,
+    lr: float = 5e-3,
+    device: torch.device | str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """§5.3's comparison: :func:`run_deep` post-norm and pre-norm, the same seed.
+
+    The two models share nothing, and each is too small to keep two threads busy,
+    so on a CPU they train side by side, one thread each (``_parallel.map_runs``):
+    the losses are those of ``run_deep`` on one thread.
+
+    Returns (post-norm losses, pre-norm losses), each of shape (steps,).
+    """
+    _check_deep(seed, n_layers, steps, lr, device)
+    jobs = [
+        (norm_first, seed, n_layers, steps, lr, device) for norm_first in (False, True)
+    ]
+    post, pre = map_runs(_run_deep, jobs, device)
+    return post, pre
+
+
+def _check_deep(seed, n_layers, steps, lr, device) -> None:
     check_seed("seed", seed)
     check_int("n_layers", n_layers, minimum=1)
     check_int("steps", steps, minimum=10)
     check_real("lr", lr, 0.0, low_open=True)
     check_compute_device("device", device)
+
+
+def _run_deep(
+    norm_first: bool, seed: int, n_layers: int, steps: int, lr: float, device
+) -> Tensor:
+    """``run_deep`` after its checks: the model built, trained, its losses."""
     cfg = EncoderDecoderConfig(
         TASK.vocab_size,
         TASK.max_len + 2,
