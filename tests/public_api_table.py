@@ -1594,33 +1594,18 @@ add(
         accepts=SEED0,
     ),
 )
-add(
-    "experiments.translation.run_deep",
-    fn(
-        TR.run_deep,
-        norm_first=True,
-        seed=0,
-        n_layers=1,
-        steps=10,
-        lr=1e-3,
-        device="cpu",
-        accepts=SEED0,
-        slow=SEEDS_TEST.format("translation"),
-    ),
+# §5.3's deep model, one placement or both: the same small run
+DEEP = dict(
+    seed=0,
+    n_layers=1,
+    steps=10,
+    lr=1e-3,
+    device="cpu",
+    accepts=SEED0,
+    slow=SEEDS_TEST.format("translation"),
 )
-add(
-    "experiments.translation.run_norm_placement",
-    fn(
-        TR.run_norm_placement,
-        seed=0,
-        n_layers=1,
-        steps=10,
-        lr=1e-3,
-        device="cpu",
-        accepts=SEED0,
-        slow=SEEDS_TEST.format("translation"),
-    ),
-)
+add("experiments.translation.run_deep", fn(TR.run_deep, norm_first=True, **DEEP))
+add("experiments.translation.run_norm_placement", fn(TR.run_norm_placement, **DEEP))
 add(
     "experiments.translation.input_blind_loss",
     fn(TR.input_blind_loss, n=10, seed=0, accepts=SEED0),
