@@ -129,11 +129,13 @@ pdf: $(STAMP)
 	$(PY) scripts/pdf.py
 	$(VENV)/bin/pytest -q -m browser tests/test_pdf.py
 
-# One page at a time: two at a time (pytest-xdist) saved about 100 s, but under that
-# load a page's 30-second waits timed out once in a fresh-clone run.
+# Two pages at a time (pytest-xdist; each worker its own server and Chromium): a page
+# mostly waits (loading, typesetting, a widget's views), so one at a time kept the CPU
+# busy for 72 of 257 s; two took 164 s, three 175. Under that load a page once took
+# over Playwright's default 30 s to go quiet, so the tests' waits allow 90 s (WAIT_MS).
 browser: $(STAMP)
 	$(PY) scripts/npm_copies.py axe-core@4.14.1
-	$(VENV)/bin/pytest -q -rs -m browser tests/test_book_html.py tests/test_search.py
+	$(VENV)/bin/pytest -q -rs -m browser -n 2 tests/test_book_html.py tests/test_search.py
 
 # Every chapter on Google Colab's own package set (tests/colab/requirements.txt) and
 # Python 3.13 (python3.13 on PATH, else pyenv's), installed as Colab's setup cell does;

@@ -177,6 +177,20 @@ def browser():
         browser.close()
 
 
+# How long a wait may take before it fails. `make browser` opens two pages at a time,
+# and under that load a page once took over Playwright's default 30 s to go quiet on
+# the network; a wait ends as soon as what it waits for happens, so only a page that
+# is broken waits this long.
+WAIT_MS = 90_000
+
+
+def new_context(browser, **options):
+    """A browser context whose waits fail after ``WAIT_MS``, not Playwright's 30 s."""
+    context = browser.new_context(**options)
+    context.set_default_timeout(WAIT_MS)
+    return context
+
+
 def block_network(context, outside: list[str]) -> None:
     """Abort every request of ``context`` that leaves 127.0.0.1, listing it."""
 
@@ -194,7 +208,7 @@ def check_math(page, problems: list[str]) -> None:
     try:
         page.wait_for_function(
             "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-            timeout=20000,
+            timeout=WAIT_MS,
         )
     except Exception:
         problems.append("MathJax did not load")
@@ -285,7 +299,7 @@ def check_widgets(page, page_path: Path, problems: list[str]) -> list[str]:
     ):
         return []
     try:
-        page.wait_for_selector(f".{LINKED_CLASS}", state="visible", timeout=15000)
+        page.wait_for_selector(f".{LINKED_CLASS}", state="visible", timeout=WAIT_MS)
         page.wait_for_load_state("networkidle")
     except Exception:
         problems.append("no linked widget rendered")
@@ -318,7 +332,7 @@ def check_widgets(page, page_path: Path, problems: list[str]) -> list[str]:
                 page.wait_for_function(
                     f"([box, before]) => ({SHOWN_JS})(box) !== before",
                     arg=[box.element_handle(), before],
-                    timeout=5000,
+                    timeout=15000,  # a jslink: at once, unless the CPU is busy
                 )
                 moved.append(how)
             except Exception:
@@ -512,7 +526,7 @@ def problems_of(browser, server: str, page_path: Path) -> list[str]:
         if response.status >= 400:
             problems.append(f"HTTP {response.status}: {response.url}")
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = new_context(browser, viewport={"width": 1280, "height": 900})
     block_network(context, outside)
     page = context.new_page()
     page.on("console", on_console)
@@ -670,7 +684,7 @@ def test_a_downloaded_copy_works_from_disk(browser, tmp_path):
     failures = {}
     for page_path in checked:
         problems, outside = [], []
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = new_context(browser, viewport={"width": 1280, "height": 900})
         block_network(context, outside)
         page = context.new_page()
         page.on("console", lambda m, p=problems: m.type == "error" and p.append(
@@ -730,7 +744,7 @@ def search_results(
     """
     from urllib.parse import quote
 
-    context = browser.new_context()
+    context = new_context(browser)
     context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda r: r.abort())
     page = context.new_page()
     page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
@@ -740,7 +754,7 @@ def search_results(
             || (document.querySelector('#search-results .search-summary')
                 && typeof Search !== 'undefined' && Search._pulse_status === -1)""",
         arg=expected,
-        timeout=90000,
+        timeout=WAIT_MS,
     )
     hrefs = page.eval_on_selector_all(
         "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
@@ -782,13 +796,13 @@ def test_the_search_page_and_its_summaries_read_cleanly(server, browser, lang):
 
     folder = "zh-TW/" if lang == "zh-TW" else ""
     problems, outside = [], []
-    context = browser.new_context()
+    context = new_context(browser)
     block_network(context, outside)
     page = context.new_page()
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     term = SEARCH_PAGE_TERMS[lang]
     page.goto(f"{server}/{folder}search.html?q={quote(term)}", wait_until="load")
-    page.wait_for_function(SUMMARIES_SHOWN_JS, timeout=90000)
+    page.wait_for_function(SUMMARIES_SHOWN_JS, timeout=WAIT_MS)
     summaries = page.locator("#search-results p.context").count()
     found = page.evaluate(PASSAGES_JS)
     problems += text_problems(found["passages"], found["italic"], lang)
@@ -861,7 +875,7 @@ CLEAN_PAGES = {
 def rendered_text_problems(browser, body: str, lang: str) -> list[str]:
     """What the page-by-page check reports on a page with ``body``, in the
     edition ``lang``'s language, with the book's own style sheet."""
-    context = browser.new_context()
+    context = new_context(browser)
     page = context.new_page()
     html_lang = "en" if lang == "en" else "zh-TW"
     page.set_content(
@@ -890,7 +904,7 @@ def test_the_text_rules_pass_a_clean_page(browser, lang):
 def test_han_in_italics_is_caught_without_the_books_style_sheet(browser):
     """The browser's own style sets <em> in italics: the book's style sheet is
     what sets Chinese emphasis upright (the clean zh-TW page holds an <em>)."""
-    context = browser.new_context()
+    context = new_context(browser)
     page = context.new_page()
     page.set_content('<html lang="zh-TW"><body><p><em>軟性</em></p></body></html>')
     found = page.evaluate(PASSAGES_JS)
@@ -901,7 +915,7 @@ def test_han_in_italics_is_caught_without_the_books_style_sheet(browser):
 def test_chinese_in_a_typeset_formula_is_marked_chinese(browser):
     """MathJax draws a formula's \\text{餘額} (mjx-utext, and mi in its MathML)
     after the build: the page's script marks it Chinese once it is drawn."""
-    context = browser.new_context()
+    context = new_context(browser)
     page = context.new_page()
     page.set_content(
         f'<html lang="en"><head><script>{WIDGET_A11Y}</script></head><body>'
@@ -918,7 +932,7 @@ def test_chinese_in_a_typeset_formula_is_marked_chinese(browser):
 
 
 def test_search_summaries_show_formulas_as_text_and_leave_code_out(browser):
-    context = browser.new_context()
+    context = new_context(browser)
     page = context.new_page()
     page.set_content(
         '<html lang="en"><head><script>var Search = {};</script>'
@@ -940,7 +954,7 @@ def test_search_summaries_show_formulas_as_text_and_leave_code_out(browser):
 
 def quiz_problems(browser, html: str) -> list[str]:
     """What check_quizzes reports on a page of Chapter 2 that holds ``html``."""
-    context = browser.new_context()
+    context = new_context(browser)
     page = context.new_page()
     page.set_content(f"<html><body>{html}</body></html>")
     problems: list[str] = []
